@@ -1,0 +1,159 @@
+# gauntlet — every entry point. README.md documents each target and variable.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+K8S_VERSION    ?= v1.37.0
+GAUNTLET_CACHE ?= $(HOME)/.cache/gauntlet
+K8S_BIN        := $(GAUNTLET_CACHE)/k8s/$(K8S_VERSION)/bin
+OUTPUT         := _output
+VERSION        ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
+MODULES        := operator scenarios e2e bench
+PACKAGES       := $(foreach m,$(MODULES),./$(m)/...)
+FUZZTIME       ?= 60s
+CONTROLLER_GEN := cd operator && go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+CHART_FILES    := charts/dynamo-operator/files
+
+export GAUNTLET_CACHE
+export KUBEBUILDER_ASSETS := $(K8S_BIN)
+
+.PHONY: help
+help: ## List the targets.
+	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-16s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## Build the operator binary into _output/bin/dynamo-operator.
+	go build -ldflags "-X github.com/gauntlet-dev/gauntlet/operator/internal/version.Version=$(VERSION)" \
+	  -o $(OUTPUT)/bin/dynamo-operator ./operator/cmd/dynamo-operator
+	@echo "✓ $(OUTPUT)/bin/dynamo-operator ($(VERSION))"
+
+.PHONY: generate
+generate: ## Regenerate deepcopy code, CRDs and webhook manifests with controller-gen.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./api/... output:crd:dir=../$(CHART_FILES)/crds
+	$(CONTROLLER_GEN) webhook paths=./internal/webhook/... output:webhook:dir=../$(CHART_FILES)/webhook
+
+.PHONY: lint
+lint: ## go vet, gofmt, and a check that generated files are up to date.
+	go vet $(PACKAGES)
+	@unformatted=$$(gofmt -l $(MODULES) hack); if [ -n "$$unformatted" ]; then \
+	  echo "✗ not gofmt-formatted (run gofmt -w):"; echo "$$unformatted"; exit 1; fi
+	@hack/check-generated.sh
+	@echo "✓ lint clean"
+
+.PHONY: control-plane
+control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwokctl into the cache.
+	@K8S_VERSION=$(K8S_VERSION) hack/control-plane.sh >/dev/null
+	@hack/local-binaries.sh >/dev/null
+
+CLUSTER       ?= gauntlet
+CLUSTER_FLAGS ?=
+CLUSTER_CLI   := $(OUTPUT)/bin/gauntlet-cluster
+
+.PHONY: cluster-cli
+cluster-cli:
+	@go build -o $(CLUSTER_CLI) ./scenarios/cmd/gauntlet-cluster
+
+.PHONY: cluster-up
+cluster-up: control-plane cluster-cli ## Create local cluster CLUSTER (CLUSTER_FLAGS: --cert-manager, --config=FILE, --no-node).
+	@$(CLUSTER_CLI) up --name $(CLUSTER) $(CLUSTER_FLAGS)
+
+.PHONY: cluster-down
+cluster-down: cluster-cli ## Delete local cluster CLUSTER; fails if any process, mount or listener is left.
+	@$(CLUSTER_CLI) down --name $(CLUSTER)
+
+.PHONY: cluster-logs
+cluster-logs: cluster-cli ## Export CLUSTER's logs to _output/cluster-logs/CLUSTER.
+	@$(CLUSTER_CLI) logs --name $(CLUSTER) --dest $(OUTPUT)/cluster-logs/$(CLUSTER)
+
+.PHONY: test
+test: lint control-plane ## Lint, then every module's tests (unit, envtest, chart, fuzz seeds) plus a short fuzz run.
+	@mkdir -p $(OUTPUT)/test
+	@echo "• go test ($(PACKAGES)); full log: $(OUTPUT)/test/go-test.log"
+	@go test -count=1 -v -timeout 30m $(PACKAGES) 2>&1 | tee $(OUTPUT)/test/go-test.log | hack/test-summary.sh
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; make test uses 5s).
+	@hack/fuzz.sh $(FUZZTIME)
+
+# End-to-end suites: one directory per suite under e2e/ (a TestMain built on scenarios/suite).
+# PROVIDER (local|kind), K8S_VERSION, LABELS (e2e-framework --labels, e.g. scenario=C1),
+# KEEP_CLUSTER=1 (keep the cluster and reuse it next run). Reports: _output/e2e/<suite>/.
+PROVIDER     ?= local
+LABELS       ?=
+KEEP_CLUSTER ?=
+E2E_OUTPUT   := $(OUTPUT)/e2e
+E2E_SUITES   := $(patsubst e2e/%/,%,$(dir $(wildcard e2e/*/main_test.go)))
+E2E_ARGS      = --provider=$(PROVIDER) --kubernetes-version=$(K8S_VERSION) --operator-version=$(VERSION) \
+                --keep-cluster=$(if $(filter 1,$(KEEP_CLUSTER)),true,false) --e2e-output=$(CURDIR)/$(E2E_OUTPUT) \
+                $(if $(LABELS),--labels=$(LABELS))
+E2E_TEST      = go test -count=1 -v -timeout 30m
+
+.PHONY: e2e
+e2e: control-plane ## Every suite under e2e/ (PROVIDER, K8S_VERSION, LABELS, KEEP_CLUSTER=1), then one table of all scenarios.
+	@rm -rf $(E2E_OUTPUT); failed=0; \
+	for suite in $(E2E_SUITES); do \
+	  echo "• e2e suite $$suite"; \
+	  GAUNTLET_FAILOVER_PLAN=full $(E2E_TEST) ./e2e/$$suite -args $(E2E_ARGS) || failed=1; \
+	done; \
+	go run ./scenarios/report/cmd/e2e-summary -dir $(E2E_OUTPUT) || failed=1; \
+	exit $$failed
+
+.PHONY: e2e-auto-certs
+e2e-auto-certs: control-plane ## Suite e2e/autocert: automatic certificate mode and admission scenarios.
+	$(E2E_TEST) ./e2e/autocert -args $(E2E_ARGS)
+
+.PHONY: e2e-cert-manager
+e2e-cert-manager: control-plane ## Suite e2e/certmanager: cert-manager mode (chart CA chain, Issuer/ClusterIssuer issuerRef, renewal under load), admission and conversion scenarios.
+	$(E2E_TEST) ./e2e/certmanager -args $(E2E_ARGS)
+
+.PHONY: e2e-external-certs
+e2e-external-certs: control-plane ## Suite e2e/externalcert: external mode (user Secret + caBundle, OLM-style mount), admission and conversion scenarios.
+	$(E2E_TEST) ./e2e/externalcert -args $(E2E_ARGS)
+
+.PHONY: e2e-multi-operator
+e2e-multi-operator: control-plane ## Suite e2e/multioperator: multi-operator lease topology (M1–M8) with the full failover measurement.
+	$(E2E_TEST) ./e2e/multioperator -args $(E2E_ARGS) --failover-plan=full
+
+.PHONY: e2e-troubleshooting
+e2e-troubleshooting: control-plane ## Suite e2e/troubleshooting: T1–T12 — fault, symptom, doctor diagnosis, documented fix.
+	$(E2E_TEST) ./e2e/troubleshooting -args $(E2E_ARGS)
+
+BENCH_FLAGS         ?=
+BENCH_COMPARE_FLAGS ?=
+BASE                ?= bench/baselines/local-2core.json
+
+.PHONY: bench
+bench: control-plane ## Webhook latency benchmark on the local provider (≈ 5–6 min): _output/bench/<run>/{result.json,report.md,*.svg}.
+	@go run ./bench/cmd/gauntlet-bench run $(BENCH_FLAGS)
+
+.PHONY: bench-compare
+bench-compare: control-plane ## Benchmark and compare with BASE; exit 1 on regression. CURRENT=<result.json> compares without running.
+	@if [ -n "$(CURRENT)" ]; then go run ./bench/cmd/gauntlet-bench compare --base $(BASE) --current $(CURRENT) $(BENCH_COMPARE_FLAGS); \
+	else go run ./bench/cmd/gauntlet-bench run --baseline $(BASE) $(BENCH_FLAGS) $(BENCH_COMPARE_FLAGS); fi
+
+RELEASE   ?= dynamo
+NAMESPACE ?= dynamo-system
+
+.PHONY: doctor
+doctor: ## Run the webhook doctor against the current kubeconfig (RELEASE, NAMESPACE, TEST_NAMESPACE, DOCTOR_FLAGS).
+	@go run ./operator/cmd/kubectl-dynamo doctor --release $(RELEASE) --namespace $(NAMESPACE) $(if $(TEST_NAMESPACE),--test-namespace $(TEST_NAMESPACE)) $(DOCTOR_FLAGS)
+
+.PHONY: kubectl-dynamo
+kubectl-dynamo: ## Build the kubectl plugin into _output/bin (put it on PATH, then `kubectl dynamo doctor`).
+	go build -o $(OUTPUT)/bin/kubectl-dynamo ./operator/cmd/kubectl-dynamo
+
+.PHONY: clean
+clean: ## Remove build and test output (not the control-plane cache).
+	rm -rf $(OUTPUT)
+
+IMAGE ?= dynamo-operator:$(VERSION)
+
+.PHONY: image
+image: ## Build the operator image (FROM scratch, static binary) as IMAGE (default dynamo-operator:<version>).
+	@mkdir -p $(OUTPUT)/image
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/gauntlet-dev/gauntlet/operator/internal/version.Version=$(VERSION)" \
+	  -o $(OUTPUT)/image/dynamo-operator ./operator/cmd/dynamo-operator
+	docker build -q -f operator/Dockerfile -t $(IMAGE) $(OUTPUT)/image
+	@echo "✓ image $(IMAGE)"

@@ -1,0 +1,369 @@
+// Command gauntlet-bench measures the operator's admission webhook latency and
+// guards it against regressions.
+//
+//	gauntlet-bench run [flags]                                   # make bench
+//	gauntlet-bench run --baseline bench/baselines/local-2core.json  # make bench-compare BASE=…
+//	gauntlet-bench compare --base <result.json> --current <result.json>
+//
+// run brings up a testbed (a local cluster with the chart installed, or
+// envtest with the operator as a subprocess for --smoke), runs the rate
+// ladders and writes _output/bench/<run>/{result.json,report.md,*.svg}.
+// compare exits 1 when the current run regressed beyond the tolerances.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/bench/benchmark"
+	"github.com/gauntlet-dev/gauntlet/bench/report"
+	"github.com/gauntlet-dev/gauntlet/bench/result"
+	"github.com/gauntlet-dev/gauntlet/bench/testbed"
+)
+
+// Exit codes: 1 is a regression (or a failed run), 2 a usage error.
+const (
+	exitFailed = 1
+	exitUsage  = 2
+)
+
+// errRegressed marks a comparison that failed, as opposed to a run that broke.
+var errRegressed = errors.New("regression against the baseline")
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(exitUsage)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = runCommand(ctx, os.Args[2:])
+	case "compare":
+		err = compareCommand(os.Args[2:])
+	case "-h", "--help", "help":
+		usage()
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "gauntlet-bench: unknown command %q\n", os.Args[1])
+		usage()
+		os.Exit(exitUsage)
+	}
+	var ue usageError
+	switch {
+	case err == nil:
+	case errors.As(err, &ue):
+		fmt.Fprintln(os.Stderr, "gauntlet-bench:", err)
+		os.Exit(exitUsage)
+	case errors.Is(err, errRegressed):
+		os.Exit(exitFailed)
+	default:
+		fmt.Fprintln(os.Stderr, "gauntlet-bench:", err)
+		os.Exit(exitFailed)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage:
+  gauntlet-bench run [--smoke] [--provider local|envtest] [--baseline result.json] [flags]
+  gauntlet-bench compare --base result.json --current result.json [tolerance flags]
+Run "gauntlet-bench run -h" or "gauntlet-bench compare -h" for the flags.
+`)
+}
+
+type usageError struct{ error }
+
+// comparison holds the flags shared by run and compare.
+type comparison struct {
+	tol   result.Tolerances
+	match string
+}
+
+// validate rejects comparison flags that cannot work, before any measuring.
+func (c *comparison) validate() error {
+	if _, err := regexp.Compile(c.match); err != nil {
+		return usageError{fmt.Errorf("--match: %w", err)}
+	}
+	if a := c.tol.Alpha; !(a > 0 && a <= 1) {
+		return usageError{fmt.Errorf("--alpha=%v: must be in (0, 1]", a)}
+	}
+	return nil
+}
+
+// compare judges current against base, both narrowed to the selected steps.
+func (c *comparison) compare(base, current result.Result) (result.Comparison, error) {
+	if err := c.validate(); err != nil {
+		return result.Comparison{}, err
+	}
+	var re *regexp.Regexp
+	if c.match != "" {
+		re = regexp.MustCompile(c.match)
+	}
+	return result.Compare(benchmark.Select(base, re), benchmark.Select(current, re), c.tol), nil
+}
+
+// comparisonFlags binds the comparison flags.
+func comparisonFlags(fs *flag.FlagSet) *comparison {
+	c := &comparison{tol: result.DefaultTolerances()}
+	t := &c.tol
+	fs.StringVar(&c.match, "match", "", "Compare only steps whose \"name@rate\" matches this regexp, e.g. '^(direct/|apiserver/.*@(50|100)\\b)'.")
+	fs.Float64Var(&t.P99Ratio, "p99-ratio", t.P99Ratio, "Allowed relative p99 growth over the baseline (1 = +100%; inf: p99 never fails).")
+	fs.Float64Var(&t.P99FloorMs, "p99-floor-ms", t.P99FloorMs, "p99 growth in ms that is never a regression, whatever the ratio.")
+	fs.Float64Var(&t.P50Ratio, "p50-ratio", t.P50Ratio, "Allowed relative p50 growth over the baseline (0.5 = +50%).")
+	fs.Float64Var(&t.P50FloorMs, "p50-floor-ms", t.P50FloorMs, "p50 growth in ms that is never a regression, whatever the ratio.")
+	fs.Float64Var(&t.SuccessDrop, "success-drop", t.SuccessDrop, "Allowed absolute drop of the success ratio (0.001 = 0.1 points).")
+	fs.Float64Var(&t.Alpha, "alpha", t.Alpha, "Significance a p99 or p50 growth must reach in a one-sided rank test over the steps' windows (1: no test).")
+	return c
+}
+
+func runCommand(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("gauntlet-bench run", flag.ContinueOnError)
+	def := benchmark.Defaults()
+	smoke := fs.Bool("smoke", false, "Seconds-long run on envtest (two rates per ladder, 1s each): proves the pipeline, not the latency.")
+	provider := fs.String("provider", "", "Where the operator runs: local (a local cluster with the chart; default) or envtest (operator subprocess; the --smoke default).")
+	out := fs.String("out", filepath.Join("_output", "bench"), "Directory of run directories.")
+	run := fs.String("run", "", "Run name, the run directory's name (default: UTC time, e.g. 20251121-101500).")
+	directRates := fs.String("direct-rates", "", "Direct ladder rates in req/s, comma-separated; \"none\" skips (default "+joinRates(def.DirectRates)+").")
+	apiRates := fs.String("apiserver-rates", "", "Through-the-API-server ladder rates in req/s; \"none\" skips (default "+joinRates(def.APIServerRates)+").")
+	warmup := fs.Duration("warmup", 0, "Uncounted warm-up before every step (default "+def.Warmup.String()+").")
+	duration := fs.Duration("duration", 0, "Measured length of every step (default "+def.Duration.String()+").")
+	windows := fs.Int("windows", def.Windows, "Equal time slices every measured step is cut into; comparisons rank their percentiles.")
+	saturation := fs.Duration("saturation-p50", def.SaturationP50, "End a ladder after a step whose p50 exceeds this (0: run every rate).")
+	invalid := fs.Float64("invalid-ratio", def.InvalidRatio, "Fraction of direct requests carrying an invalid DynamoGraphDeployment.")
+	directTarget := fs.Float64("direct-p99-target", def.DirectP99TargetMs, "Direct p99 target in ms; the report names the highest rate under it.")
+	overheadTarget := fs.Float64("overhead-p99-target", def.OverheadP99TargetMs, "Target in ms for the p99 the webhooks add through the API server.")
+	var sets stringList
+	fs.Var(&sets, "set", "Chart value, as helm --set (repeatable), e.g. --set webhook.latencyInjection=5ms.")
+	baseline := fs.String("baseline", "", "Compare with this result.json, add the comparison to the report, exit 1 on regression.")
+	cmpFlags := comparisonFlags(fs)
+	cluster := fs.String("cluster-name", "gauntlet-bench", "Local cluster name (local provider).")
+	keep := fs.Bool("keep-cluster", false, "Leave the local cluster running afterwards.")
+	pprofRate := fs.Float64("pprof-rate", 0, "envtest only: capture an operator CPU profile during the direct validate step at this rate.")
+	apiPprofRate := fs.Float64("apiserver-pprof-rate", 0, "Capture an API server CPU profile during the webhook dry-run step at this rate.")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+
+	cfg := def
+	if *smoke {
+		cfg = benchmark.Smoke()
+	}
+	if *provider == "" {
+		*provider = "local"
+		if *smoke {
+			*provider = "envtest"
+		}
+	}
+	var err error
+	if *directRates != "" {
+		if cfg.DirectRates, err = parseRates(*directRates); err != nil {
+			return usageError{fmt.Errorf("--direct-rates: %w", err)}
+		}
+	}
+	if *apiRates != "" {
+		if cfg.APIServerRates, err = parseRates(*apiRates); err != nil {
+			return usageError{fmt.Errorf("--apiserver-rates: %w", err)}
+		}
+	}
+	if *warmup > 0 {
+		cfg.Warmup = *warmup
+	}
+	if *duration > 0 {
+		cfg.Duration = *duration
+	}
+	cfg.InvalidRatio, cfg.DirectP99TargetMs, cfg.OverheadP99TargetMs = *invalid, *directTarget, *overheadTarget
+	cfg.SaturationP50 = *saturation
+	cfg.Windows = *windows
+	if cfg.Windows < 1 {
+		return usageError{fmt.Errorf("--windows=%d: must be at least 1", cfg.Windows)}
+	}
+	if cfg.InvalidRatio < 0 || cfg.InvalidRatio > 1 {
+		return usageError{fmt.Errorf("--invalid-ratio=%v: must be between 0 and 1", cfg.InvalidRatio)}
+	}
+	values, err := testbed.ParseValues(sets)
+	if err != nil {
+		return usageError{err}
+	}
+	if err := cmpFlags.validate(); err != nil {
+		return err
+	}
+	var base *result.Result
+	if *baseline != "" {
+		b, err := result.Read(*baseline)
+		if err != nil {
+			return err
+		}
+		base = &b
+	}
+	if *run == "" {
+		*run = time.Now().UTC().Format("20060102-150405")
+		if *smoke {
+			*run += "-smoke"
+		}
+	}
+	dir := filepath.Join(*out, *run)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating run directory %s: %w", dir, err)
+	}
+	cfg.Progress = os.Stderr
+	if *pprofRate > 0 {
+		if *provider != "envtest" {
+			return usageError{errors.New("--pprof-rate needs --provider=envtest: the chart does not expose the operator's pprof flag")}
+		}
+		cfg.ProfileRate = *pprofRate
+	}
+	cfg.APIServerProfileRate, cfg.ProfileDir = *apiPprofRate, dir
+
+	fmt.Fprintf(os.Stderr, "gauntlet-bench: run %s on %s — %d direct and %d API-server rates, %s warm-up + %s each; attacks take ≈ %s\n",
+		*run, *provider, len(cfg.DirectRates), len(cfg.APIServerRates), cfg.Warmup, cfg.Duration, cfg.Estimate().Round(time.Second))
+	started := time.Now()
+	var tb *testbed.Testbed
+	switch *provider {
+	case "local":
+		tb, err = testbed.StartLocal(ctx, testbed.LocalOptions{ClusterName: *cluster, Values: values, Keep: *keep, Progress: os.Stderr})
+	case "envtest":
+		tb, err = testbed.StartEnvtest(ctx, testbed.EnvtestOptions{Values: values, WorkDir: dir, Pprof: *pprofRate > 0, Progress: os.Stderr})
+	default:
+		return usageError{fmt.Errorf("--provider=%q: want local or envtest", *provider)}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "• testbed ready (%.1fs)\n", time.Since(started).Seconds())
+
+	cfg.ChartValues = sets
+	res, measureErr := benchmark.Run(ctx, tb, cfg, *run)
+	closeErr := tb.Close(context.WithoutCancel(ctx))
+	if measureErr != nil {
+		return errors.Join(measureErr, closeErr)
+	}
+	if closeErr != nil {
+		return closeErr
+	}
+
+	var cmp *result.Comparison
+	if base != nil {
+		c, err := cmpFlags.compare(*base, res)
+		if err != nil {
+			return err
+		}
+		cmp = &c
+	}
+	files, err := benchmark.Write(dir, res, cfg, cmp)
+	if err != nil {
+		return err
+	}
+	latest := filepath.Join(*out, "latest")
+	_ = os.Remove(latest)
+	if err := os.Symlink(*run, latest); err != nil {
+		fmt.Fprintf(os.Stderr, "• could not point %s at the run: %v\n", latest, err)
+	}
+	benchmark.Summarize(os.Stderr, res, cfg)
+	fmt.Fprintf(os.Stderr, "✓ run %s done in %s:\n", *run, time.Since(started).Round(time.Second))
+	for _, f := range files {
+		fmt.Fprintln(os.Stderr, "  "+f)
+	}
+	if cmp != nil {
+		if err := report.ComparisonText(os.Stdout, *cmp); err != nil {
+			return err
+		}
+		if cmp.Failed() {
+			return errRegressed
+		}
+	}
+	return nil
+}
+
+func compareCommand(args []string) error {
+	fs := flag.NewFlagSet("gauntlet-bench compare", flag.ContinueOnError)
+	basePath := fs.String("base", "", "Baseline result.json (e.g. bench/baselines/local-2core.json).")
+	currentPath := fs.String("current", "", "Current result.json (e.g. _output/bench/latest/result.json).")
+	markdown := fs.String("markdown", "", "Also write the comparison as Markdown to this file (for a CI summary).")
+	cmpFlags := comparisonFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if *basePath == "" || *currentPath == "" || fs.NArg() > 0 {
+		return usageError{errors.New("compare needs --base and --current, and nothing else")}
+	}
+	base, err := result.Read(*basePath)
+	if err != nil {
+		return err
+	}
+	cur, err := result.Read(*currentPath)
+	if err != nil {
+		return err
+	}
+	c, err := cmpFlags.compare(base, cur)
+	if err != nil {
+		return err
+	}
+	if err := report.ComparisonText(os.Stdout, c); err != nil {
+		return err
+	}
+	if *markdown != "" {
+		f, err := os.Create(*markdown)
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(report.ComparisonMarkdown(f, c), f.Close()); err != nil {
+			return fmt.Errorf("writing %s: %w", *markdown, err)
+		}
+	}
+	if c.Failed() {
+		return errRegressed
+	}
+	return nil
+}
+
+func parseRates(s string) ([]float64, error) {
+	if s == "none" {
+		return nil, nil
+	}
+	var out []float64
+	for _, part := range strings.Split(s, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+		if err != nil || r < 1 || r != float64(int(r)) {
+			return nil, fmt.Errorf("rate %q: want a whole number of requests per second ≥ 1", part)
+		}
+		if len(out) > 0 && r <= out[len(out)-1] {
+			return nil, fmt.Errorf("rates must ascend: %g after %g", r, out[len(out)-1])
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func joinRates(rates []float64) string {
+	parts := make([]string, len(rates))
+	for i, r := range rates {
+		parts[i] = strconv.FormatFloat(r, 'f', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }

@@ -1,0 +1,26 @@
+// Package autocert is the automatic-certificate-mode suite (`make e2e-auto-certs`): the operator
+// installed with its built-in cert-controller, then every certificate scenario of that mode and
+// every admission scenario. Reports go to _output/e2e/autocert.
+package autocert
+
+import (
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/admission"
+	"github.com/gauntlet-dev/gauntlet/scenarios/certmodes"
+	"github.com/gauntlet-dev/gauntlet/scenarios/conversion"
+	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
+)
+
+var autocert = suite.New(suite.Spec{
+	Name:     "autocert",
+	Release:  &install.Release{Mode: install.Automatic},
+	Features: slices.Concat(certmodes.Features(), conversion.Features(), admission.Features()),
+})
+
+func TestMain(m *testing.M) { os.Exit(autocert.Run(m)) }
+
+func TestAutoCert(t *testing.T) { autocert.Test(t) }

@@ -1,0 +1,28 @@
+// Package certmanager is the cert-manager certificate-mode suite (`make e2e-cert-manager`): a
+// cluster with cert-manager, the operator installed with webhook.certManager.enabled (the
+// chart's own CA chain), then every certificate scenario of that mode and every admission
+// and conversion scenario. Reports go to _output/e2e/certmanager.
+package certmanager
+
+import (
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/admission"
+	"github.com/gauntlet-dev/gauntlet/scenarios/certmodes"
+	"github.com/gauntlet-dev/gauntlet/scenarios/conversion"
+	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
+)
+
+var certManager = suite.New(suite.Spec{
+	Name:        "certmanager",
+	CertManager: true,
+	Release:     &install.Release{Mode: install.CertManager},
+	Features:    slices.Concat(certmodes.Features(), conversion.Features(), admission.Features()),
+})
+
+func TestMain(m *testing.M) { os.Exit(certManager.Run(m)) }
+
+func TestCertManager(t *testing.T) { certManager.Test(t) }

@@ -1,0 +1,201 @@
+// Command dynamo-operator is the Dynamo operator: admission webhooks (validating, mutating,
+// conversion) on one TLS server, certificates in three modes, lease-based coordination between
+// a cluster-wide operator and namespace-restricted ones, and finalizer/status reconcilers.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/gauntlet-dev/gauntlet/operator/internal/certs"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/controller"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/namespacescope"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/scheme"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/version"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/webhook"
+)
+
+var setupLog = ctrl.Log.WithName("setup")
+
+func main() {
+	// controller-runtime registers --kubeconfig on the global flag set; parse that set so the
+	// flag keeps working, with our flags added to it.
+	opts, err := parseOptions(flag.CommandLine, os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dynamo-operator:", err)
+		os.Exit(2)
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		setupLog.Error(err, "loading kubeconfig")
+		os.Exit(1)
+	}
+	if err := run(ctrl.SetupSignalHandler(), cfg, opts); err != nil {
+		setupLog.Error(err, "operator exiting")
+		os.Exit(1)
+	}
+}
+
+// run starts the operator and returns when ctx ends or something fails. Every return path of a
+// namespace-restricted operator releases its lock Lease first (deferred), so a cluster-wide
+// operator takes the namespace over at once instead of after the Lease expires.
+func run(ctx context.Context, cfg *rest.Config, opts options) (err error) {
+	setupLog.Info("starting dynamo-operator", "version", version.Version, "certMode", opts.certMode,
+		"namespace", opts.operatorNamespace, "restrictedTo", opts.restrictNamespace)
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building Kubernetes client: %w", err)
+	}
+
+	// A restricted operator holds its namespace before it serves, so no admission in that
+	// namespace is ever answered by both operators. (Between the Lease's creation and the
+	// webhook server's start, requests there reach this operator's webhook configuration and
+	// follow its failurePolicy: the documented "neither" window.)
+	var holder *namespacescope.Holder
+	if opts.restrictNamespace != "" {
+		holder, err = namespacescope.NewHolder(clientset.CoordinationV1(), opts.restrictNamespace, opts.podName, opts.leases,
+			namespacescope.WithLogger(ctrl.Log.WithName("lease-holder")))
+		if err != nil {
+			return err
+		}
+		if err := holder.Acquire(ctx); err != nil {
+			return err
+		}
+		defer func() {
+			if relErr := holder.Release(context.WithoutCancel(ctx)); relErr != nil {
+				err = errors.Join(err, relErr)
+			}
+		}()
+	}
+
+	certController, err := certs.New(cfg, opts.certOptions(), ctrl.Log.WithName("cert-controller"))
+	if err != nil {
+		return err
+	}
+	setupLog.Info("waiting for the webhook serving certificate", "mode", opts.certMode, "dir", opts.certDir)
+	if err := certController.Bootstrap(ctx); err != nil {
+		return fmt.Errorf("preparing the webhook serving certificate: %w", err)
+	}
+
+	mgr, err := ctrl.NewManager(cfg, managerOptions(opts, certController))
+	if err != nil {
+		return fmt.Errorf("creating the controller manager: %w", err)
+	}
+	if err := mgr.Add(certController); err != nil {
+		return fmt.Errorf("adding the certificate controller: %w", err)
+	}
+	readyChecks := map[string]healthz.Checker{"serving-certificate": certController.ReadyCheck}
+
+	var exclusions webhook.ExclusionChecker
+	if holder != nil {
+		if err := mgr.Add(holder); err != nil {
+			return fmt.Errorf("adding the lease holder: %w", err)
+		}
+	} else {
+		watcher, err := namespacescope.NewWatcher(clientset, opts.leases, namespacescope.WithLogger(ctrl.Log.WithName("lease-watcher")))
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(watcher); err != nil {
+			return fmt.Errorf("adding the lease watcher: %w", err)
+		}
+		readyChecks["lease-watcher"] = watcher.ReadyCheck
+		exclusions = watcher
+	}
+
+	if err := webhook.Register(mgr, webhook.Config{
+		Exclusions:       exclusions,
+		OperatorVersion:  version.Version,
+		DefaultDGDRImage: opts.defaultDGDRImage,
+		LatencyInjection: opts.latencyInjection,
+	}); err != nil {
+		return err
+	}
+	if err := (&controller.DynamoGraphDeploymentReconciler{Client: mgr.GetClient(), Exclusions: exclusions}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the DynamoGraphDeployment controller: %w", err)
+	}
+	if err := (&controller.DynamoGraphDeploymentRequestReconciler{Client: mgr.GetClient(), Exclusions: exclusions}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the DynamoGraphDeploymentRequest controller: %w", err)
+	}
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the liveness check: %w", err)
+	}
+	readyChecks["webhook-server"] = mgr.GetWebhookServer().StartedChecker()
+	for name, check := range readyChecks {
+		if err := mgr.AddReadyzCheck(name, check); err != nil {
+			return fmt.Errorf("adding readiness check %s: %w", name, err)
+		}
+	}
+
+	setupLog.Info("starting manager")
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
+
+// managerOptions wires the webhook server (HTTP/2 off, TLS ≥ 1.2, certificates from the
+// certificate controller), metrics, probes and — for a restricted operator — a cache limited
+// to its namespace.
+func managerOptions(opts options, certController *certs.Controller) ctrl.Options {
+	o := ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress: opts.probeAddr,
+		PprofBindAddress:       opts.pprofAddr,
+		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
+			Port:    opts.webhookPort,
+			CertDir: opts.certDir,
+			TLSOpts: []func(*tls.Config){
+				// HTTP/2 stays off: its rapid-reset and stream-cancellation CVEs make it a
+				// liability for an endpoint the API server calls on every admission.
+				func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} },
+				func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 },
+				certController.TLSConfig,
+			},
+		}),
+	}
+	if opts.restrictNamespace != "" {
+		o.Cache = namespacescope.CacheOptions(opts.restrictNamespace)
+	}
+	return o
+}
+
+// certOptions maps the flags onto the certificate controller's options.
+func (o options) certOptions() certs.Options {
+	c := certs.Options{
+		Mode:           o.certMode,
+		Namespace:      o.operatorNamespace,
+		SecretName:     o.certSecret,
+		ServiceName:    o.webhookService,
+		CertDir:        o.certDir,
+		CAValidity:     o.caValidity,
+		ServerValidity: o.serverValidity,
+		LookAhead:      o.certLookAhead,
+		CheckInterval:  o.certCheckEvery,
+	}
+	if o.validatingName != "" {
+		c.ValidatingWebhookConfigurations = []string{o.validatingName}
+	}
+	if o.mutatingName != "" {
+		c.MutatingWebhookConfigurations = []string{o.mutatingName}
+	}
+	if o.conversionCRD != "" {
+		c.ConversionCRDs = []string{o.conversionCRD}
+	}
+	return c
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gauntlet-dev/gauntlet/operator/internal/certs"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/namespacescope"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/version"
+)
+
+// options are the operator's command-line settings; the Helm chart sets every one of them.
+type options struct {
+	metricsAddr string
+	probeAddr   string
+	pprofAddr   string
+
+	webhookPort    int
+	certDir        string
+	certMode       certs.Mode
+	certSecret     string
+	webhookService string
+	validatingName string
+	mutatingName   string
+	conversionCRD  string
+	caValidity     time.Duration
+	serverValidity time.Duration
+	certLookAhead  time.Duration
+	certCheckEvery time.Duration
+
+	restrictNamespace string
+	leases            namespacescope.Timings
+
+	defaultDGDRImage  string
+	latencyInjection  time.Duration
+	operatorNamespace string
+	podName           string
+
+	zap zap.Options
+}
+
+// parseOptions reads flags from args; environment variables supply the pod's identity.
+func parseOptions(fs *flag.FlagSet, args []string) (options, error) {
+	var o options
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address serving net/http/pprof (/debug/pprof/) for profiling under load; empty or \"0\" disables it.")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
+	fs.StringVar(&o.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory the webhook server reads its certificate from (tls.crt/tls.key, or OLM's tls.cert/tls.key).")
+	certMode := fs.String("webhook-cert-mode", string(certs.ModeAutomatic), "Where serving certificates come from: automatic (built-in cert-controller), cert-manager, or external.")
+	fs.StringVar(&o.certSecret, "webhook-cert-secret", "webhook-server-cert", "Name of the Secret (in the operator's namespace) holding tls.crt, tls.key and ca.crt.")
+	fs.StringVar(&o.webhookService, "webhook-service", "", "Name of the webhook Service (in the operator's namespace); the certificate's SANs are derived from it.")
+	fs.StringVar(&o.validatingName, "validating-webhook-configuration", "", "ValidatingWebhookConfiguration whose caBundle the automatic mode keeps in sync.")
+	fs.StringVar(&o.mutatingName, "mutating-webhook-configuration", "", "MutatingWebhookConfiguration whose caBundle the automatic mode keeps in sync.")
+	fs.StringVar(&o.conversionCRD, "conversion-crd", "", "CRD whose conversion webhook caBundle the automatic mode keeps in sync (empty: none).")
+	fs.DurationVar(&o.caValidity, "cert-ca-validity", 10*365*24*time.Hour, "Validity of a generated root CA.")
+	fs.DurationVar(&o.serverValidity, "cert-server-validity", 10*365*24*time.Hour, "Validity of a generated serving certificate.")
+	fs.DurationVar(&o.certLookAhead, "cert-lookahead", 90*24*time.Hour, "Regenerate certificates that expire within this window.")
+	fs.DurationVar(&o.certCheckEvery, "cert-check-interval", 30*time.Second, "How often the automatic mode re-checks the Secret and the injected caBundles.")
+	fs.StringVar(&o.restrictNamespace, "restrict-to-namespace", "", "Run namespace-restricted in this namespace (holds the namespace lock Lease); empty runs cluster-wide.")
+	o.leases = namespacescope.DefaultTimings()
+	o.leases.BindFlags(fs)
+	fs.StringVar(&o.defaultDGDRImage, "dgdr-default-image", "nvcr.io/nvidia/ai-dynamo/dynamo-frontend:"+version.Version, "Image the mutating webhook sets on DynamoGraphDeploymentRequests that name none.")
+	fs.DurationVar(&o.latencyInjection, "webhook-latency-injection", 0, "TEST ONLY: delay every validating and mutating webhook call by this much (troubleshooting scenario T9, a webhook slower than timeoutSeconds); 0 disables it. Never set it in production.")
+	fs.StringVar(&o.operatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "Namespace the operator runs in (default $POD_NAMESPACE).")
+	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "This pod's name, the Lease holder identity (default $POD_NAME).")
+	o.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	mode, err := certs.ParseMode(*certMode)
+	if err != nil {
+		return o, fmt.Errorf("--webhook-cert-mode: %w", err)
+	}
+	o.certMode = mode
+	return o, o.validate()
+}
+
+func (o options) validate() error {
+	var errs []error
+	if err := o.leases.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.operatorNamespace == "" {
+		errs = append(errs, errors.New("--operator-namespace is empty: set it or the POD_NAMESPACE environment variable"))
+	}
+	if o.certMode == certs.ModeAutomatic && o.webhookService == "" {
+		errs = append(errs, errors.New("--webhook-service is required with --webhook-cert-mode=automatic: the certificate's SANs name it"))
+	}
+	if o.restrictNamespace != "" && o.podName == "" {
+		errs = append(errs, errors.New("--pod-name is empty: a namespace-restricted operator needs it (or $POD_NAME) as its Lease holder identity"))
+	}
+	if o.latencyInjection < 0 {
+		errs = append(errs, fmt.Errorf("--webhook-latency-injection=%s: must not be negative", o.latencyInjection))
+	}
+	if o.webhookPort <= 0 || o.webhookPort > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port=%d: must be 1-65535", o.webhookPort))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,356 @@
+package certs
+
+import (
+	"bytes"
+	"context"
+	"encoding/pem"
+	"fmt"
+	"time"
+
+	certutil "k8s.io/client-go/util/cert"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// secretWriteAttempts bounds the read-validate-write loop when other replicas keep winning
+// the race for the Secret.
+const secretWriteAttempts = 5
+
+// caOverlap keeps the previous CA trusted for a while after the CA changed, so a replica
+// still serving the old certificate (or this one, until certwatcher reloads) keeps working.
+type caOverlap struct {
+	caPEM  []byte // the ca.crt this overlap was made for
+	bundle []byte // caPEM followed by the previous CA
+	until  time.Time
+}
+
+// reconcile makes the Secret valid, injects the CA and writes the serving files. serving
+// reports whether the files are in place (injection errors don't change that).
+func (c *Controller) reconcile(ctx context.Context) (serving bool, errs []error) {
+	b, replacedCA, err := c.ensureSecret(ctx)
+	if err != nil {
+		return false, []error{err}
+	}
+	now := time.Now()
+	// The CA being replaced is whatever the Secret held before this call overwrote it, and
+	// whatever this replica served until now (the Secret may have been deleted or replaced).
+	var previous []byte
+	previous = append(previous, replacedCA...)
+	if !bytes.Equal(c.lastCA, b.caPEM) {
+		previous = append(previous, c.lastCA...)
+	}
+	if len(previous) > 0 {
+		if extra := stillValidCAs(previous, b.caPEM, now); len(extra) > 0 {
+			c.overlap = &caOverlap{caPEM: b.caPEM, bundle: append(append([]byte{}, b.caPEM...), extra...), until: now.Add(c.overlapFor)}
+			c.log.Info(logPrefix+"CA changed; the webhook configurations trust the previous CA too for a while", "secret", c.opts.secretRef(), "for", c.overlapFor.String())
+		}
+	}
+	bundle := b.caPEM
+	if o := c.overlap; o != nil {
+		if bytes.Equal(o.caPEM, b.caPEM) && now.Before(o.until) {
+			bundle = o.bundle
+		} else {
+			c.overlap = nil
+		}
+	}
+
+	// Trust first, serve second: the bundle already holds the new CA when this replica
+	// starts serving a certificate signed by it.
+	errs = c.injectAll(ctx, bundle)
+
+	changed, err := writeFilesAtomically(c.opts.CertDir, map[string][]byte{keyTLSCert: b.certPEM, keyTLSKey: b.keyPEM})
+	if err != nil {
+		return false, append(errs, fmt.Errorf("writing serving certificate files to %s: %w", c.opts.CertDir, err))
+	}
+	if changed {
+		c.log.Info(logPrefix+"wrote serving certificate files", "dir", c.opts.CertDir, "certificate", b.String())
+	}
+	c.lastCA = b.caPEM
+	return true, errs
+}
+
+// ensureSecret returns a valid bundle from the Secret, generating and storing a new one when
+// the Secret is missing or unusable. replacedCA is the ca.crt this call overwrote, if any.
+// Replicas racing here converge: a lost create (AlreadyExists) or update (Conflict) re-reads
+// the winner's Secret, which then validates and is reused.
+func (c *Controller) ensureSecret(ctx context.Context) (b *servingBundle, replacedCA []byte, err error) {
+	ref := c.opts.secretRef()
+	for range secretWriteAttempts {
+		var s corev1.Secret
+		err := c.client.Get(ctx, client.ObjectKey{Namespace: c.opts.Namespace, Name: c.opts.SecretName}, &s)
+		if apierrors.IsNotFound(err) {
+			b, err := generateBundle(&c.opts, time.Now())
+			if err != nil {
+				return nil, nil, fmt.Errorf("generating a certificate for Secret %s: %w", ref, err)
+			}
+			s = corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: c.opts.Namespace, Name: c.opts.SecretName},
+				Type:       corev1.SecretTypeTLS,
+				Data:       b.secretData(),
+			}
+			err = c.client.Create(ctx, &s)
+			if apierrors.IsAlreadyExists(err) {
+				continue
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("creating Secret %s: %w", ref, err)
+			}
+			c.log.Info(logPrefix+"created Secret with a new CA and serving certificate", "secret", ref, "certificate", b.String())
+			return b, nil, nil
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("getting Secret %s: %w", ref, err)
+		}
+
+		b, reason := loadBundle(s.Data, &c.opts, time.Now())
+		if reason == nil {
+			return b, nil, nil
+		}
+		c.log.Info(logPrefix+"Secret is not usable; generating a new CA and serving certificate", "secret", ref, "reason", reason.Error())
+		b, err = generateBundle(&c.opts, time.Now())
+		if err != nil {
+			return nil, nil, fmt.Errorf("generating a certificate for Secret %s: %w", ref, err)
+		}
+		old := s.Data[keyCACert]
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		for k, v := range b.secretData() {
+			s.Data[k] = v
+		}
+		// The Secret's resourceVersion makes this update fail if anyone changed it since the read.
+		err = c.client.Update(ctx, &s)
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("updating Secret %s: %w", ref, err)
+		}
+		c.log.Info(logPrefix+"updated Secret with a new CA and serving certificate", "secret", ref, "certificate", b.String())
+		return b, old, nil
+	}
+	return nil, nil, fmt.Errorf("updating Secret %s: still conflicting with other writers after %d attempts", ref, secretWriteAttempts)
+}
+
+// stillValidCAs returns, as PEM, the unexpired CA certificates of previous that current
+// doesn't already hold, each once. Unparseable input yields nothing.
+func stillValidCAs(previous, current []byte, now time.Time) []byte {
+	prev, err := certutil.ParseCertsPEM(previous)
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	if cur, err := certutil.ParseCertsPEM(current); err == nil {
+		for _, c := range cur {
+			seen[string(c.Raw)] = true
+		}
+	}
+	var out []byte
+	for _, p := range prev {
+		if !p.IsCA || !now.Before(p.NotAfter) || seen[string(p.Raw)] {
+			continue
+		}
+		seen[string(p.Raw)] = true
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.Raw})...)
+	}
+	return out
+}
+
+// injectAll puts bundle into every configured webhook configuration and conversion CRD.
+// Objects are read by name and updated with optimistic concurrency: a restricted operator may
+// only get/update its own configurations, never list or watch them.
+func (c *Controller) injectAll(ctx context.Context, bundle []byte) []error {
+	var errs []error
+	for _, name := range c.opts.ValidatingWebhookConfigurations {
+		errs = appendErr(errs, c.inject(ctx, "ValidatingWebhookConfiguration", name, func() client.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} }, bundle))
+	}
+	for _, name := range c.opts.MutatingWebhookConfigurations {
+		errs = appendErr(errs, c.inject(ctx, "MutatingWebhookConfiguration", name, func() client.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} }, bundle))
+	}
+	for _, name := range c.opts.ConversionCRDs {
+		errs = appendErr(errs, c.inject(ctx, "CustomResourceDefinition", name, func() client.Object { return &apiextensionsv1.CustomResourceDefinition{} }, bundle))
+	}
+	return errs
+}
+
+func appendErr(errs []error, err error) []error {
+	if err != nil {
+		return append(errs, err)
+	}
+	return errs
+}
+
+func (c *Controller) inject(ctx context.Context, kind, name string, newObj func() client.Object, bundle []byte) error {
+	key := kind + "/" + name
+	var updated int
+	action := "getting"
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		action = "getting"
+		obj := newObj() // fresh each attempt: decoding into a used object would merge stale maps
+		if err := c.client.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+			return err
+		}
+		updated = setCABundle(obj, bundle)
+		if updated <= 0 {
+			return nil
+		}
+		action = "updating caBundle of"
+		return c.client.Update(ctx, obj)
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		// Not fatal: the chart may not have created it yet, or it was deleted (T1); the
+		// periodic check injects it once it (re)appears.
+		c.reportOnce(key, "missing", logPrefix+"object to inject the CA into not found; will retry", "object", key)
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s %s %s: %w", action, kind, name, err)
+	case updated < 0:
+		c.reportOnce(key, "no-webhook", logPrefix+"CRD has no conversion webhook; nothing to inject", "object", key)
+		return nil
+	}
+	if c.reported[key] != "" {
+		delete(c.reported, key)
+	}
+	if updated > 0 {
+		c.log.Info(logPrefix+"injected CA bundle", "object", key, "webhooks", updated)
+	}
+	return nil
+}
+
+// setCABundle sets bundle wherever obj's webhooks read a CA from and returns how many
+// places changed, or -1 if obj has no webhook client config to set.
+func setCABundle(obj client.Object, bundle []byte) int {
+	n := 0
+	set := func(cur *[]byte) {
+		if !bytes.Equal(*cur, bundle) {
+			*cur = append([]byte{}, bundle...)
+			n++
+		}
+	}
+	switch o := obj.(type) {
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for i := range o.Webhooks {
+			set(&o.Webhooks[i].ClientConfig.CABundle)
+		}
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for i := range o.Webhooks {
+			set(&o.Webhooks[i].ClientConfig.CABundle)
+		}
+	case *apiextensionsv1.CustomResourceDefinition:
+		conv := o.Spec.Conversion
+		if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+			return -1
+		}
+		set(&conv.Webhook.ClientConfig.CABundle)
+	}
+	return n
+}
+
+// reportOnce logs a steady, non-error condition once until it changes.
+func (c *Controller) reportOnce(key, state, msg string, kv ...any) {
+	if c.reported[key] == state {
+		return
+	}
+	c.reported[key] = state
+	c.log.Info(msg, kv...)
+}
+
+// logErrors logs each failure on its own line, naming the object and the action; RBAC
+// denials get a hint, since they are fixed by the chart, not by waiting.
+func (c *Controller) logErrors(errs []error) {
+	for _, err := range errs {
+		if apierrors.IsForbidden(err) {
+			c.log.Error(err, logPrefix+"forbidden by RBAC; grant the operator's ServiceAccount the chart's cert-controller permissions; retrying")
+			continue
+		}
+		c.log.Error(err, logPrefix+"reconciling the webhook certificate failed; retrying")
+	}
+}
+
+// maintain re-checks on every change of the Secret and every CheckInterval, retrying failures
+// with back-off, until ctx is done.
+func (c *Controller) maintain(ctx context.Context) {
+	changed := make(chan struct{}, 1)
+	go c.watchSecret(ctx, changed)
+	retry := c.newBackoff()
+	first := c.opts.CheckInterval
+	if c.retryNow {
+		first = retry.next()
+	}
+	timer := time.NewTimer(first)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-timer.C:
+		}
+		_, errs := c.reconcile(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		c.logErrors(errs)
+		next := c.opts.CheckInterval
+		if len(errs) > 0 {
+			next = retry.next()
+		} else {
+			retry.reset()
+		}
+		timer.Reset(next)
+	}
+}
+
+// watchSecret signals changed for every event on the Secret. The watch is narrowed to the
+// Secret's name so RBAC with resourceNames allows it.
+func (c *Controller) watchSecret(ctx context.Context, changed chan<- struct{}) {
+	retry := c.newBackoff()
+	for ctx.Err() == nil {
+		w, err := c.client.Watch(ctx, &corev1.SecretList{}, client.InNamespace(c.opts.Namespace),
+			client.MatchingFields{"metadata.name": c.opts.SecretName})
+		if err != nil {
+			c.logErrors([]error{fmt.Errorf("watching Secret %s: %w", c.opts.secretRef(), err)})
+		} else {
+			if c.drain(ctx, w, changed) {
+				retry.reset()
+			}
+			w.Stop()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(retry.next()):
+		}
+	}
+}
+
+// drain forwards a watch's events until it ends; it reports whether any event arrived.
+func (c *Controller) drain(ctx context.Context, w watch.Interface, changed chan<- struct{}) bool {
+	got := false
+	for {
+		select {
+		case <-ctx.Done():
+			return got
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return got
+			}
+			if ev.Type == watch.Error {
+				c.logErrors([]error{fmt.Errorf("watching Secret %s: %w", c.opts.secretRef(), apierrors.FromObject(ev.Object))})
+				return got
+			}
+			got = true
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	}
+}

@@ -1,0 +1,452 @@
+package certs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/gauntlet-dev/gauntlet/operator/internal/metrics"
+)
+
+const tenYears = 10 * 365 * 24 * time.Hour
+
+func (f *fixture) host() string { return f.svc + "." + f.ns + ".svc" }
+
+// createSecret stores data as the webhook Secret, as a user or a previous install would.
+func (f *fixture) createSecret(data map[string][]byte) {
+	f.t.Helper()
+	must(f.t, f.env.Client.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: f.secret},
+		Type:       corev1.SecretTypeTLS,
+		Data:       data,
+	}))
+}
+
+// replaceSecret overwrites the Secret's data, as `kubectl apply` of another certificate would.
+func (f *fixture) replaceSecret(data map[string][]byte) {
+	f.t.Helper()
+	must(f.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := f.getSecret()
+		if err != nil {
+			return err
+		}
+		s.Data = data
+		return f.env.Client.Update(context.Background(), s)
+	}))
+}
+
+// generateFor makes a valid bundle for this fixture's Service, as another issuer would.
+func (f *fixture) generateFor(mod func(*Options)) *servingBundle {
+	f.t.Helper()
+	o := f.options()
+	o.setDefaults()
+	if mod != nil {
+		mod(&o)
+	}
+	b, err := generateBundle(&o, time.Now())
+	must(f.t, err)
+	return b
+}
+
+func gaugeValue(t *testing.T) float64 {
+	t.Helper()
+	var m dto.Metric
+	must(t, metrics.CertificateNotAfter.Write(&m))
+	return m.GetGauge().GetValue()
+}
+
+func TestAutomaticMode(t *testing.T) {
+	t.Run("C1 fresh install creates the Secret and injects every caBundle", func(t *testing.T) {
+		f := newFixture(t, "c1")
+		c := f.controller(f.options())
+		if err := c.ReadyCheck(nil); err == nil {
+			t.Error("ready before Bootstrap")
+		}
+		start := time.Now()
+		f.bootstrap(c)
+
+		s := f.mustSecret()
+		if s.Type != corev1.SecretTypeTLS {
+			t.Errorf("Secret type %q, want %q", s.Type, corev1.SecretTypeTLS)
+		}
+		keys := make([]string, 0, len(s.Data))
+		for k := range s.Data {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if !slices.Equal(keys, []string{"ca.crt", "tls.crt", "tls.key"}) {
+			t.Errorf("Secret keys %v, want ca.crt, tls.crt, tls.key", keys)
+		}
+		leaf, ca := leafOf(t, s), caOf(t, s)
+		within(t, "CA NotAfter", ca.NotAfter, start.Add(tenYears), 2*time.Minute)
+		within(t, "server NotAfter", leaf.NotAfter, start.Add(tenYears), 2*time.Minute)
+		if !slices.Contains(leaf.DNSNames, f.host()) {
+			t.Errorf("SANs %v lack %s", leaf.DNSNames, f.host())
+		}
+		must(t, f.bundlesEqual(s.Data[keyCACert]))
+		must(t, f.filesMatch(s))
+		must(t, c.ReadyCheck(nil))
+
+		addr := tlsServer(t, c)
+		got, err := served(addr, f.host(), s.Data[keyCACert])
+		must(t, err)
+		if got.SerialNumber.Cmp(leaf.SerialNumber) != 0 {
+			t.Errorf("served serial %x, Secret's %x", got.SerialNumber, leaf.SerialNumber)
+		}
+		eventually(t, 5*time.Second, "certificate expiry metric", func() error {
+			if v := gaugeValue(t); v != float64(leaf.NotAfter.Unix()) {
+				return fmt.Errorf("metric %v, want %d", v, leaf.NotAfter.Unix())
+			}
+			return nil
+		})
+	})
+
+	t.Run("C2 restart reuses a valid Secret", func(t *testing.T) {
+		f := newFixture(t, "c2")
+		f.bootstrap(f.controller(f.options()))
+		before := f.mustSecret()
+
+		opts := f.options()
+		opts.CertDir = filepath.Join(t.TempDir(), "after-restart")
+		f.certDir = opts.CertDir
+		f.bootstrap(f.controller(opts))
+		after := f.mustSecret()
+		if leafOf(t, after).SerialNumber.Cmp(leafOf(t, before).SerialNumber) != 0 || caOf(t, after).SerialNumber.Cmp(caOf(t, before).SerialNumber) != 0 {
+			t.Error("restart regenerated the certificate")
+		}
+		if after.ResourceVersion != before.ResourceVersion {
+			t.Errorf("restart rewrote the Secret (resourceVersion %s -> %s)", before.ResourceVersion, after.ResourceVersion)
+		}
+		must(t, f.filesMatch(after))
+	})
+
+	t.Run("C2 two replicas starting together agree on one certificate", func(t *testing.T) {
+		f := newFixture(t, "c2-race")
+		var dirs []string
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		for i := range errs {
+			opts := f.options()
+			opts.CertDir = filepath.Join(t.TempDir(), fmt.Sprintf("replica-%d", i))
+			dirs = append(dirs, opts.CertDir)
+			c := f.controller(opts)
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				errs[i] = c.Bootstrap(ctx)
+			})
+		}
+		wg.Wait()
+		must(t, errors.Join(errs...))
+		s := f.mustSecret()
+		for _, d := range dirs {
+			f.certDir = d
+			must(t, f.filesMatch(s))
+		}
+		must(t, f.bundlesEqual(s.Data[keyCACert]))
+		var created int
+		for _, l := range f.logs.all() {
+			if strings.Contains(l, "created Secret") {
+				created++
+			}
+		}
+		if created != 1 {
+			t.Errorf("%d replicas created the Secret, want exactly 1", created)
+		}
+	})
+
+	t.Run("C3 Secret deleted then restart issues a new certificate", func(t *testing.T) {
+		f := newFixture(t, "c3")
+		f.bootstrap(f.controller(f.options()))
+		old := f.mustSecret()
+		must(t, f.env.Client.Delete(context.Background(), old))
+
+		f.bootstrap(f.controller(f.options()))
+		s := f.mustSecret()
+		if leafOf(t, s).SerialNumber.Cmp(leafOf(t, old).SerialNumber) == 0 || caOf(t, s).Equal(caOf(t, old)) {
+			t.Error("certificate or CA not renewed")
+		}
+		must(t, f.bundlesEqual(s.Data[keyCACert]))
+		must(t, f.filesMatch(s))
+	})
+
+	t.Run("T11 Secret deleted while running is regenerated", func(t *testing.T) {
+		f := newFixture(t, "t11")
+		c := f.controller(f.options())
+		f.bootstrap(c)
+		start(t, c)
+		addr := tlsServer(t, c)
+		old := f.mustSecret()
+		must(t, f.env.Client.Delete(context.Background(), old))
+
+		var s *corev1.Secret
+		eventually(t, 10*time.Second, "new Secret", func() error {
+			var err error
+			if s, err = f.getSecret(); err != nil {
+				return err
+			}
+			if leafOf(t, s).SerialNumber.Cmp(leafOf(t, old).SerialNumber) == 0 {
+				return errors.New("still the old certificate")
+			}
+			return nil
+		})
+		eventually(t, 10*time.Second, "files follow the new Secret", func() error { return f.filesMatch(s) })
+		eventually(t, 10*time.Second, "served certificate verifies with the new CA", func() error {
+			_, err := served(addr, f.host(), s.Data[keyCACert])
+			return err
+		})
+		eventually(t, 10*time.Second, "caBundles hold only the new CA", func() error { return f.bundlesEqual(s.Data[keyCACert]) })
+	})
+
+	c4 := []struct {
+		name   string
+		data   func(f *fixture) map[string][]byte
+		reason string
+	}{
+		{"C4 wrong SANs are regenerated", func(f *fixture) map[string][]byte {
+			return f.generateFor(func(o *Options) { o.ServiceName = "another-service" }).secretData()
+		}, "is not valid for"},
+		{"C4 server certificate expiring within the look-ahead is regenerated", func(f *fixture) map[string][]byte {
+			return f.generateFor(func(o *Options) { o.ServerValidity = 30 * 24 * time.Hour }).secretData()
+		}, "serving certificate expires at"},
+		{"C4 CA expiring within the look-ahead is regenerated", func(f *fixture) map[string][]byte {
+			return leafOutlivingCA(f.t, f.options(), 30*24*time.Hour, 365*24*time.Hour)
+		}, "CA certificate"},
+		{"C4 unparseable Secret is regenerated", func(f *fixture) map[string][]byte {
+			return map[string][]byte{keyTLSCert: []byte("garbage"), keyTLSKey: []byte("garbage"), keyCACert: []byte("garbage")}
+		}, "not a usable key pair"},
+	}
+	for i, tc := range c4 {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, fmt.Sprintf("c4-%d", i))
+			old := tc.data(f)
+			f.createSecret(old)
+			f.bootstrap(f.controller(f.options()))
+			s := f.mustSecret()
+			if string(s.Data[keyTLSCert]) == string(old[keyTLSCert]) {
+				t.Fatal("Secret kept")
+			}
+			opts := f.options()
+			opts.setDefaults()
+			if _, err := loadBundle(s.Data, &opts, time.Now()); err != nil {
+				t.Errorf("regenerated Secret is not valid: %v", err)
+			}
+			must(t, f.filesMatch(s))
+			if _, err := f.logs.line("cert-controller:", "not usable", f.ns+"/"+f.secret, tc.reason); err != nil {
+				t.Error(err)
+			}
+			assertNoKeyMaterial(t, strings.Join(f.logs.all(), "\n"), old[keyTLSKey], s.Data[keyTLSKey])
+		})
+	}
+
+	t.Run("C4 rotation keeps the previous CA trusted, then trims it", func(t *testing.T) {
+		f := newFixture(t, "c4-overlap")
+		f.overlap = 2 * time.Second
+		old := f.generateFor(func(o *Options) { o.ServerValidity = 30 * 24 * time.Hour })
+		f.createSecret(old.secretData())
+		c := f.controller(f.options())
+		f.bootstrap(c)
+		s := f.mustSecret()
+		// Until every replica serves the new certificate, requests verified with either CA work.
+		must(t, f.bundlesEqual(append(append([]byte{}, s.Data[keyCACert]...), old.caPEM...)))
+		start(t, c)
+		eventually(t, 10*time.Second, "caBundles trimmed to the new CA", func() error { return f.bundlesEqual(s.Data[keyCACert]) })
+	})
+
+	t.Run("C5 CA replaced at runtime: files, served certificate and caBundles follow", func(t *testing.T) {
+		f := newFixture(t, "c5")
+		// Only the Secret watch can notice the change within the test's timeout.
+		f.checkInterval = time.Hour
+		c := f.controller(f.options())
+		f.bootstrap(c)
+		start(t, c)
+		addr := tlsServer(t, c)
+		old := f.mustSecret()
+
+		replacement := f.generateFor(nil)
+		f.replaceSecret(replacement.secretData())
+
+		eventually(t, 10*time.Second, "files follow the replaced Secret", func() error { return f.filesMatch(f.mustSecret()) })
+		eventually(t, 10*time.Second, "served certificate is the replacement", func() error {
+			got, err := served(addr, f.host(), replacement.caPEM)
+			if err != nil {
+				return err
+			}
+			if got.SerialNumber.Cmp(replacement.leaf.SerialNumber) != 0 {
+				return fmt.Errorf("served serial %x", got.SerialNumber)
+			}
+			return nil
+		})
+		eventually(t, 10*time.Second, "caBundles trust the replacement CA (and, for the overlap, the old one)", func() error {
+			return f.bundlesEqual(append(append([]byte{}, replacement.caPEM...), old.Data[keyCACert]...))
+		})
+		if s := f.mustSecret(); string(s.Data[keyTLSCert]) != string(replacement.certPEM) {
+			t.Error("the operator overwrote a valid replacement certificate")
+		}
+	})
+
+	t.Run("T3 emptied, foreign or recreated caBundles are re-injected within CheckInterval", func(t *testing.T) {
+		f := newFixture(t, "t3")
+		c := f.controller(f.options())
+		f.bootstrap(c)
+		start(t, c)
+		s := f.mustSecret()
+		ctx := context.Background()
+		foreign := f.generateFor(nil).caPEM
+
+		began := time.Now()
+		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+			if err := f.env.Client.Get(ctx, client.ObjectKey{Name: f.vwc}, &vwc); err != nil {
+				return err
+			}
+			vwc.Webhooks[0].ClientConfig.CABundle = nil
+			return f.env.Client.Update(ctx, &vwc)
+		}))
+		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var mwc admissionregistrationv1.MutatingWebhookConfiguration
+			if err := f.env.Client.Get(ctx, client.ObjectKey{Name: f.mwc}, &mwc); err != nil {
+				return err
+			}
+			mwc.Webhooks[1].ClientConfig.CABundle = foreign
+			return f.env.Client.Update(ctx, &mwc)
+		}))
+		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := f.env.Client.Get(ctx, client.ObjectKey{Name: dgdrCRD}, &crd); err != nil {
+				return err
+			}
+			crd.Spec.Conversion.Webhook.ClientConfig.CABundle = nil
+			return f.env.Client.Update(ctx, &crd)
+		}))
+		eventually(t, 10*f.checkInterval, "caBundles re-injected", func() error { return f.bundlesEqual(s.Data[keyCACert]) })
+		t.Logf("re-injected %s after the caBundles were broken (CheckInterval %s)", time.Since(began).Round(time.Millisecond), f.checkInterval)
+
+		// helm upgrade recreating the configuration without a caBundle; the deletion in
+		// between is logged, not fatal.
+		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+		must(t, f.env.Client.Get(ctx, client.ObjectKey{Name: f.vwc}, &vwc))
+		must(t, f.env.Client.Delete(ctx, &vwc))
+		eventually(t, 10*f.checkInterval, "missing configuration logged", func() error {
+			_, err := f.logs.line("cert-controller:", "not found", "ValidatingWebhookConfiguration/"+f.vwc)
+			return err
+		})
+		vwc.ObjectMeta = metav1.ObjectMeta{Name: f.vwc}
+		for i := range vwc.Webhooks {
+			vwc.Webhooks[i].ClientConfig.CABundle = nil
+		}
+		must(t, f.env.Client.Create(ctx, &vwc))
+		eventually(t, 10*f.checkInterval, "recreated configuration re-injected", func() error { return f.bundlesEqual(s.Data[keyCACert]) })
+	})
+
+	t.Run("T10 missing RBAC is logged by the cert-controller and recovers once granted", func(t *testing.T) {
+		f := newFixture(t, "t10")
+		f.checkInterval = time.Hour // recovery must come from the retries, not the periodic check
+		f.retries = 300 * time.Millisecond
+		ctx := context.Background()
+		const userName = "t10-operator"
+		user, err := f.env.Environment.AddUser(envtest.User{Name: userName}, nil)
+		must(t, err)
+		secretRef := f.ns + "/" + f.secret
+
+		// No permissions: Bootstrap keeps retrying and, when given up on, says why.
+		shortCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err = f.controllerAs(f.options(), user.Config()).Bootstrap(shortCtx)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "getting Secret "+secretRef) || !apierrors.IsForbidden(err) {
+			t.Fatalf("Bootstrap without RBAC returned %v, want a forbidden error naming Secret %s", err, secretRef)
+		}
+		if _, err := f.logs.line("cert-controller:", "forbidden", "getting Secret "+secretRef); err != nil {
+			t.Error(err)
+		}
+
+		c := f.controllerAs(f.options(), user.Config())
+		bootCtx, stopBoot := context.WithCancel(ctx)
+		defer stopBoot()
+		booted := make(chan error, 1)
+		go func() { booted <- c.Bootstrap(bootCtx) }()
+
+		// Secrets readable and writable by name, but not creatable: "Secret not created".
+		secretRules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{f.secret}, Verbs: []string{"get", "list", "watch", "update", "patch"}}}
+		f.grant(userName, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "cert-controller-secret"}, Rules: secretRules})
+		eventually(t, 10*time.Second, "create denial logged", func() error {
+			_, err := f.logs.line("cert-controller:", "forbidden", "creating Secret "+secretRef)
+			return err
+		})
+		if _, err := f.getSecret(); !apierrors.IsNotFound(err) {
+			t.Fatalf("Secret exists without create permission (err=%v)", err)
+		}
+
+		f.grant(userName, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "cert-controller-secret-create"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}}}})
+		select {
+		case err := <-booted:
+			must(t, err)
+		case <-time.After(15 * time.Second):
+			t.Fatal("Bootstrap did not recover after RBAC for the Secret was granted")
+		}
+		s := f.mustSecret()
+		must(t, f.filesMatch(s))
+		// Serving goes ahead; the caBundles can't be injected yet: "caBundle not injected".
+		for _, obj := range []string{"getting ValidatingWebhookConfiguration " + f.vwc, "getting MutatingWebhookConfiguration " + f.mwc, "getting CustomResourceDefinition " + dgdrCRD} {
+			if _, err := f.logs.line("cert-controller:", "forbidden", obj); err != nil {
+				t.Error(err)
+			}
+		}
+		if err := f.bundlesEqual(s.Data[keyCACert]); err == nil {
+			t.Fatal("caBundles injected without permission")
+		}
+
+		start(t, c)
+		f.grant(userName, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cert-controller-" + f.ns},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, ResourceNames: []string{f.vwc, f.mwc}, Verbs: []string{"get", "update", "patch"}},
+				{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: []string{dgdrCRD}, Verbs: []string{"get", "update", "patch"}},
+			}})
+		eventually(t, 10*time.Second, "caBundles injected after RBAC restored", func() error { return f.bundlesEqual(s.Data[keyCACert]) })
+
+		// The Secret watch works with name-restricted RBAC (the periodic check is an hour away).
+		replacement := f.generateFor(nil)
+		f.replaceSecret(replacement.secretData())
+		eventually(t, 10*time.Second, "files follow the replaced Secret under restricted RBAC", func() error { return f.filesMatch(f.mustSecret()) })
+	})
+}
+
+// grant binds role (a Role or ClusterRole) to user and removes both when the test ends.
+func (f *fixture) grant(user string, role client.Object) {
+	f.t.Helper()
+	ctx := context.Background()
+	must(f.t, f.env.Client.Create(ctx, role))
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	var binding client.Object
+	switch r := role.(type) {
+	case *rbacv1.Role:
+		binding = &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: r.Name}}
+	case *rbacv1.ClusterRole:
+		binding = &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: r.Name}}
+	}
+	must(f.t, f.env.Client.Create(ctx, binding))
+	f.t.Cleanup(func() {
+		_ = f.env.Client.Delete(context.Background(), binding)
+		_ = f.env.Client.Delete(context.Background(), role)
+	})
+}

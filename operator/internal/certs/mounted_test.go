@@ -1,0 +1,151 @@
+package certs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mount publishes a bundle the way kubelet updates a Secret volume (atomic ..data swap),
+// under the given file names.
+func mount(t *testing.T, dir string, b *servingBundle, certName, keyName string) {
+	t.Helper()
+	_, err := writeFilesAtomically(dir, map[string][]byte{certName: b.certPEM, keyName: b.keyPEM, keyCACert: b.caPEM})
+	must(t, err)
+}
+
+func mountedController(t *testing.T, mode Mode, certDir, olmDir string) (*Controller, *logRecorder) {
+	t.Helper()
+	logs, log := newLogRecorder(t)
+	c, err := New(nil, Options{Mode: mode, Namespace: "dynamo-system", SecretName: "webhook-server-cert", CertDir: certDir, OLMCertDir: olmDir}, log)
+	must(t, err)
+	return c, logs
+}
+
+func TestMountedModes(t *testing.T) {
+	o := testOptions()
+	host := o.serviceHost()
+
+	for _, mode := range []Mode{ModeExternal, ModeCertManager} {
+		t.Run(fmt.Sprintf("%s: waits for the mount, serves it, reloads renewals without restart", mode), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "serving-certs")
+			c, logs := mountedController(t, mode, dir, filepath.Join(t.TempDir(), "olm"))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			booted := make(chan error, 1)
+			go func() { booted <- c.Bootstrap(ctx) }()
+
+			eventually(t, 5*time.Second, "wait logged", func() error {
+				_, err := logs.line("waiting for the webhook serving certificate", dir, "webhook-server-cert")
+				return err
+			})
+			select {
+			case err := <-booted:
+				t.Fatalf("Bootstrap returned before anything was mounted: %v", err)
+			default:
+			}
+			if err := c.ReadyCheck(nil); err == nil {
+				t.Error("ready without a certificate")
+			}
+
+			first := mustGenerate(t, o)
+			mount(t, dir, first, "tls.crt", "tls.key")
+			select {
+			case err := <-booted:
+				must(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("Bootstrap did not notice the mounted certificate")
+			}
+			must(t, c.ReadyCheck(nil))
+			start(t, c)
+			addr := tlsServer(t, c)
+			got, err := served(addr, host, first.caPEM)
+			must(t, err)
+			if got.SerialNumber.Cmp(first.leaf.SerialNumber) != 0 {
+				t.Fatalf("served serial %x, mounted %x", got.SerialNumber, first.leaf.SerialNumber)
+			}
+
+			// A renewal with a different lifetime, so the expiry metric tells them apart.
+			renewed := o
+			renewed.ServerValidity = 400 * 24 * time.Hour
+			second := mustGenerate(t, renewed)
+			mount(t, dir, second, "tls.crt", "tls.key")
+			eventually(t, 15*time.Second, "renewed certificate served", func() error {
+				got, err := served(addr, host, second.caPEM)
+				if err != nil {
+					return err
+				}
+				if got.SerialNumber.Cmp(second.leaf.SerialNumber) != 0 {
+					return fmt.Errorf("served serial %x", got.SerialNumber)
+				}
+				return nil
+			})
+			eventually(t, 5*time.Second, "expiry metric follows the renewal", func() error {
+				if v := gaugeValue(t); v != float64(second.leaf.NotAfter.Unix()) {
+					return fmt.Errorf("metric %v, want %d", v, second.leaf.NotAfter.Unix())
+				}
+				return nil
+			})
+		})
+	}
+
+	t.Run("C10 OLM-style tls.cert/tls.key are served", func(t *testing.T) {
+		dir := t.TempDir()
+		b := mustGenerate(t, o)
+		mount(t, dir, b, "tls.cert", "tls.key")
+		c, _ := mountedController(t, ModeExternal, dir, filepath.Join(t.TempDir(), "olm"))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		must(t, c.Bootstrap(ctx))
+		if got := c.ServingFiles().CertFile; got != filepath.Join(dir, "tls.cert") {
+			t.Errorf("serving %s", got)
+		}
+		_, err := served(tlsServer(t, c), host, b.caPEM)
+		must(t, err)
+	})
+
+	t.Run("C10 OLM apiserver certificate directory is served", func(t *testing.T) {
+		olm := t.TempDir()
+		b := mustGenerate(t, o)
+		mount(t, olm, b, "apiserver.crt", "apiserver.key")
+		c, _ := mountedController(t, ModeExternal, filepath.Join(t.TempDir(), "empty"), olm)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		must(t, c.Bootstrap(ctx))
+		_, err := served(tlsServer(t, c), host, b.caPEM)
+		must(t, err)
+	})
+
+	t.Run("a mismatched mount is not served and the wait says why", func(t *testing.T) {
+		dir := t.TempDir()
+		a, b := mustGenerate(t, o), mustGenerate(t, o)
+		_, err := writeFilesAtomically(dir, map[string][]byte{"tls.crt": a.certPEM, "tls.key": b.keyPEM})
+		must(t, err)
+		c, logs := mountedController(t, ModeCertManager, dir, "")
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		defer cancel()
+		err = c.Bootstrap(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "private key does not match") {
+			t.Errorf("Bootstrap returned %v, want a deadline error explaining the key mismatch", err)
+		}
+		assertNoKeyMaterial(t, err.Error()+strings.Join(logs.all(), "\n"), a.keyPEM, b.keyPEM)
+	})
+
+	t.Run("Bootstrap stops waiting when its context is cancelled", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "never-mounted")
+		c, _ := mountedController(t, ModeExternal, dir, "")
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(300*time.Millisecond, cancel)
+		err := c.Bootstrap(ctx)
+		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), dir) {
+			t.Errorf("Bootstrap returned %v, want a cancellation naming %s", err, dir)
+		}
+		if err := c.Start(context.Background()); err == nil {
+			t.Error("Start without a loaded certificate succeeded")
+		}
+	})
+}

@@ -1,0 +1,81 @@
+package doctor
+
+import (
+	"fmt"
+	"strings"
+)
+
+// scenario is a row of SCENARIOS.md §T: the documented fault, the symptom a user sees and
+// the documented fix, worded as there.
+type scenario struct {
+	id, fault, symptom, fix string
+}
+
+// The troubleshooting scenarios the doctor can name. T12 (a resource stuck Terminating) has no
+// check: the webhook never blocks finalizer removal, so there is nothing to diagnose.
+var (
+	t1  = scenario{"T1", "ValidatingWebhookConfiguration deleted", "invalid object accepted, no validation log", "helm upgrade restores it"}
+	t2  = scenario{"T2", "namespaceSelector does not match the namespace", "invalid object accepted", "fix selector/labels"}
+	t3  = scenario{"T3", "caBundle empty or from another CA", "x509: certificate signed by unknown authority", "auto: operator re-injects; restart"}
+	t4  = scenario{"T4", "serving cert SAN lacks <svc>.<ns>.svc", "x509: certificate is valid for …, not <svc>.<ns>.svc", "re-issue cert with the right SAN"}
+	t5  = scenario{"T5", "serving cert expired", "x509: certificate has expired or is not yet valid", "re-issue"}
+	t6  = scenario{"T6", "operator scaled to 0 / crashed, failurePolicy: Fail", "failed calling webhook … dial tcp …: connect: connection refused", "restore operator"}
+	t7  = scenario{"T7", "as T6 with failurePolicy: Ignore", "object admitted without validation", "restore operator"}
+	t8  = scenario{"T8", "webhook Service deleted", `service "<name>" not found in the failed-call error`, "restore Service"}
+	t9  = scenario{"T9", "webhook slower than timeoutSeconds", "context deadline exceeded in the failed-call error", "make the webhook answer within timeoutSeconds"}
+	t10 = scenario{"T10", "cert-controller RBAC missing (cannot create Secrets / patch webhook configurations)", "Secret not created / caBundle not injected; operator logs the cert-controller error", "restore RBAC"}
+	t11 = scenario{"T11", "Secret deleted while running", "documented regeneration: delete + restart regenerates", "kubectl delete secret + rollout restart"}
+)
+
+// cause is the one cause a failing check names: text, the scenario it is documented as (if
+// any), and the fix command.
+type cause struct {
+	scenario string
+	text     string
+	fix      string
+}
+
+// documented is a cause that is a troubleshooting scenario: "T8 webhook Service deleted:
+// <what was found>. Symptom: <symptom>."
+func documented(sc scenario, found string, fix ...string) cause {
+	text := fmt.Sprintf("%s %s: %s (symptom: %s)", sc.id, sc.fault, found, sc.symptom)
+	return cause{scenario: sc.id, text: text, fix: joinFix(sc.fix, fix)}
+}
+
+// undocumented is a cause outside the troubleshooting table.
+func undocumented(found string, fix ...string) cause {
+	return cause{text: found, fix: strings.Join(fix, "\n")}
+}
+
+func joinFix(summary string, commands []string) string {
+	if len(commands) == 0 {
+		return summary
+	}
+	return summary + ":\n" + strings.Join(commands, "\n")
+}
+
+// fixes builds the commands fixes print, for one release.
+type fixes struct {
+	release, namespace, chart, deployment string
+}
+
+func (f fixes) helmUpgrade(extra ...string) string {
+	cmd := fmt.Sprintf("helm upgrade %s %s --namespace %s --reuse-values", f.release, f.chart, f.namespace)
+	for _, e := range extra {
+		cmd += " " + e
+	}
+	return cmd
+}
+
+func (f fixes) rolloutRestart() string {
+	return fmt.Sprintf("kubectl -n %s rollout restart deployment/%s && kubectl -n %s rollout status deployment/%s",
+		f.namespace, f.deployment, f.namespace, f.deployment)
+}
+
+func (f fixes) logs() string {
+	return fmt.Sprintf("kubectl -n %s logs deployment/%s", f.namespace, f.deployment)
+}
+
+func (f fixes) describePods() string {
+	return fmt.Sprintf("kubectl -n %s describe pods -l app.kubernetes.io/instance=%s", f.namespace, f.release)
+}

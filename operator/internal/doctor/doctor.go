@@ -1,0 +1,282 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/operator/internal/scheme"
+)
+
+// Status is how a check ended.
+type Status string
+
+// The statuses of a Result; see the package documentation for how they are decided.
+const (
+	// StatusPass: the check passed.
+	StatusPass Status = "pass"
+	// StatusFail: the check failed and nothing upstream explains it: a root cause.
+	StatusFail Status = "fail"
+	// StatusConsequence: the check failed, but an upstream check failed first and explains it.
+	StatusConsequence Status = "consequence"
+	// StatusSkipped: an input of the check comes from an upstream check that did not pass.
+	StatusSkipped Status = "skipped"
+)
+
+// Result is one check's outcome, as printed (one line in text, one object in JSON).
+type Result struct {
+	// ID is the check's stable identifier, e.g. "webhook-service".
+	ID string `json:"id"`
+	// Title says what the check verifies, with the names of the objects it looked at.
+	Title string `json:"title"`
+	// OK is true only for StatusPass.
+	OK bool `json:"ok"`
+	// Status says whether the check passed, is a root cause, a consequence, or was skipped.
+	Status Status `json:"status"`
+	// Scenario is the troubleshooting scenario (T1…T11) the cause is documented as, if any.
+	Scenario string `json:"scenario,omitempty"`
+	// Cause is the one cause of a failure.
+	Cause string `json:"cause,omitempty"`
+	// Fix is the command (or commands, one per line) that fixes it.
+	Fix string `json:"fix,omitempty"`
+	// Details are the facts the check found (names, addresses, certificate fields, error text).
+	Details []string `json:"details,omitempty"`
+	// DependsOn lists, for a skipped or consequential check, the upstream root causes.
+	DependsOn []string `json:"dependsOn,omitempty"`
+}
+
+// Report is the outcome of every check, in the order they ran.
+type Report []Result
+
+// Healthy reports whether every check passed.
+func (r Report) Healthy() bool {
+	for _, res := range r {
+		if !res.OK {
+			return false
+		}
+	}
+	return len(r) > 0
+}
+
+// Roots returns the root causes: the checks with StatusFail.
+func (r Report) Roots() []Result {
+	var out []Result
+	for _, res := range r {
+		if res.Status == StatusFail {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// Find returns the result of the check id.
+func (r Report) Find(id string) (Result, bool) {
+	for _, res := range r {
+		if res.ID == id {
+			return res, true
+		}
+	}
+	return Result{}, false
+}
+
+// Options say which release to examine and how.
+type Options struct {
+	// Release is the Helm release name (objects are named <release>-…).
+	Release string
+	// Namespace is the release namespace, where the operator runs.
+	Namespace string
+	// TestNamespace is where the namespaceSelector match and the dry-runs are checked. Empty:
+	// the restricted namespace of a namespace-restricted release, else "default".
+	TestNamespace string
+	// Chart is the chart reference printed in `helm upgrade` fix commands.
+	Chart string
+	// DialTimeout bounds each TCP connect and TLS handshake to the webhook (default 5s).
+	DialTimeout time.Duration
+	// Now is the clock certificates are judged by (default time.Now).
+	Now func() time.Time
+}
+
+// DefaultChart is the chart reference of fix commands when Options.Chart is empty: the
+// chart's path in this repository, where `make doctor` runs.
+const DefaultChart = "charts/dynamo-operator"
+
+func (o Options) withDefaults() Options {
+	if o.Chart == "" {
+		o.Chart = DefaultChart
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	var missing []string
+	if o.Release == "" {
+		missing = append(missing, "release")
+	}
+	if o.Namespace == "" {
+		missing = append(missing, "namespace")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("doctor options: %s must be set", strings.Join(missing, " and "))
+	}
+	return nil
+}
+
+// Doctor examines one release.
+type Doctor struct {
+	opts      Options
+	cfg       *rest.Config
+	client    client.Client
+	clientset kubernetes.Interface
+}
+
+// New returns a Doctor that reaches the cluster through cfg.
+func New(cfg *rest.Config, opts Options) (*Doctor, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, fmt.Errorf("building a client for %s: %w", cfg.Host, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building a clientset for %s: %w", cfg.Host, err)
+	}
+	return &Doctor{opts: opts.withDefaults(), cfg: cfg, client: c, clientset: cs}, nil
+}
+
+// Run executes every check and returns the report. It never returns early: a check that
+// cannot run is reported as skipped. ctx bounds the whole run.
+func (d *Doctor) Run(ctx context.Context) Report {
+	return d.run(ctx, allChecks())
+}
+
+// outcome is what a check's function returns; the runner turns it into a Result.
+type outcome struct {
+	title    string
+	ok       bool
+	scenario string
+	cause    string
+	fix      string
+	details  []string
+	// skipped is set when the check found it cannot run (e.g. nothing to examine because
+	// the objects it reads are missing, which an upstream check reported).
+	skipped string
+}
+
+func pass(title string, details ...string) outcome {
+	return outcome{title: title, ok: true, details: details}
+}
+
+func failure(title string, c cause, details ...string) outcome {
+	return outcome{title: title, scenario: c.scenario, cause: c.text, fix: c.fix, details: details}
+}
+
+func skip(title, reason string) outcome { return outcome{title: title, skipped: reason} }
+
+// check is one documented check.
+type check struct {
+	id string
+	// title is shown when the check is skipped before it could compute its own.
+	title string
+	needs []string
+	after []string
+	run   func(ctx context.Context, s *session) outcome
+}
+
+// session carries what checks found for the checks after them.
+type session struct {
+	*Doctor
+	facts
+	results map[string]Result
+}
+
+func (d *Doctor) run(ctx context.Context, checks []check) Report {
+	s := &session{Doctor: d, results: map[string]Result{}}
+	s.facts = defaultFacts(d.opts)
+	var report Report
+	for _, c := range checks {
+		res := Result{ID: c.id, Title: c.title}
+		if err := ctx.Err(); err != nil {
+			res.Status = StatusSkipped
+			res.Cause = "skipped: the doctor ran out of time (--timeout): " + err.Error()
+		} else if blocked := s.notPassed(c.needs); len(blocked) > 0 {
+			res.Status = StatusSkipped
+			res.DependsOn = s.rootsOf(blocked)
+			res.Cause = "skipped: depends on " + strings.Join(blocked, ", ")
+		} else {
+			o := c.run(ctx, s)
+			if o.title != "" {
+				res.Title = o.title
+			}
+			res.Details = o.details
+			switch {
+			case o.skipped != "":
+				res.Status = StatusSkipped
+				res.Cause = "skipped: " + o.skipped
+				res.DependsOn = s.rootsOf(s.notPassed(append(slices.Clone(c.needs), c.after...)))
+			case o.ok:
+				res.Status, res.OK = StatusPass, true
+			default:
+				res.Scenario, res.Cause, res.Fix = o.scenario, o.cause, o.fix
+				res.Status = StatusFail
+				if upstream := s.notPassed(append(slices.Clone(c.needs), c.after...)); len(upstream) > 0 {
+					res.Status = StatusConsequence
+					res.DependsOn = s.rootsOf(upstream)
+				}
+			}
+		}
+		report = append(report, res)
+		s.results[c.id] = res
+	}
+	return report
+}
+
+// notPassed returns the ids among ids that ran and did not pass, in order. Checks that did
+// not run at all (a subset of checks was run) are ignored.
+func (s *session) notPassed(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if r, ok := s.results[id]; ok && r.Status != StatusPass && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// rootsOf follows non-passing upstream checks back to the root causes behind them.
+func (s *session) rootsOf(ids []string) []string {
+	var out []string
+	var visit func(id string)
+	visit = func(id string) {
+		r, ok := s.results[id]
+		if !ok {
+			return
+		}
+		if r.Status == StatusFail {
+			if !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+			return
+		}
+		for _, up := range r.DependsOn {
+			visit(up)
+		}
+	}
+	for _, id := range ids {
+		visit(id)
+	}
+	return out
+}

@@ -1,0 +1,83 @@
+// Package defaulting holds the operator's mutating admission rules (SCENARIOS.md A7), one
+// admission.Defaulter per kind. Every defaulter is idempotent: applied to its own output it
+// changes nothing, so apiserver reinvocation is safe.
+package defaulting
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
+)
+
+// GraphDeployment stamps the version of the operator that first admitted a
+// DynamoGraphDeployment (annotation v1alpha1.OperatorOriginVersionAnnotation) on create,
+// unless the object already carries one: upgrades must not rewrite a graph's origin.
+type GraphDeployment struct {
+	// OperatorVersion is the value stamped; empty disables stamping.
+	OperatorVersion string
+}
+
+// Default implements admission.Defaulter.
+func (d GraphDeployment) Default(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) error {
+	op, err := operation(ctx)
+	if err != nil {
+		return fmt.Errorf("defaulting DynamoGraphDeployment %s/%s: %w", dgd.Namespace, dgd.Name, err)
+	}
+	if op != admissionv1.Create || d.OperatorVersion == "" {
+		return nil
+	}
+	if _, ok := dgd.Annotations[v1alpha1.OperatorOriginVersionAnnotation]; ok {
+		return nil
+	}
+	if dgd.Annotations == nil {
+		dgd.Annotations = map[string]string{}
+	}
+	dgd.Annotations[v1alpha1.OperatorOriginVersionAnnotation] = d.OperatorVersion
+	return nil
+}
+
+// GraphDeploymentRequest fills in the profiler image of a DynamoGraphDeploymentRequest (in
+// its v1beta1 hub form) when none is set.
+type GraphDeploymentRequest struct {
+	// Image is the default profiler image; empty disables defaulting.
+	Image string
+}
+
+// Default implements admission.Defaulter. On update it leaves a request alone while the old
+// object is in a phase that locks the spec: filling in the image would change the spec, and
+// the CRD's CEL rule would then reject an update that only touched labels or annotations.
+func (d GraphDeploymentRequest) Default(ctx context.Context, r *v1beta1.DynamoGraphDeploymentRequest) error {
+	if d.Image == "" || r.Spec.Image != "" {
+		return nil
+	}
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return fmt.Errorf("defaulting DynamoGraphDeploymentRequest %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	if req.Operation == admissionv1.Update {
+		var old v1beta1.DynamoGraphDeploymentRequest
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return fmt.Errorf("defaulting DynamoGraphDeploymentRequest %s/%s: decoding the old object: %w", r.Namespace, r.Name, err)
+		}
+		if slices.Contains(v1beta1.SpecLockedPhases, old.Status.Phase) {
+			return nil
+		}
+	}
+	r.Spec.Image = d.Image
+	return nil
+}
+
+func operation(ctx context.Context) (admissionv1.Operation, error) {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return "", err
+	}
+	return req.Operation, nil
+}

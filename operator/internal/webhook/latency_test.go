@@ -1,0 +1,143 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/scheme"
+)
+
+// countingValidator counts the calls that reach it and admits everything.
+type countingValidator struct{ calls atomic.Int32 }
+
+func (c *countingValidator) ValidateCreate(context.Context, *v1alpha1.DynamoGraphDeployment) (admission.Warnings, error) {
+	c.calls.Add(1)
+	return nil, nil
+}
+
+func (c *countingValidator) ValidateUpdate(context.Context, *v1alpha1.DynamoGraphDeployment, *v1alpha1.DynamoGraphDeployment) (admission.Warnings, error) {
+	c.calls.Add(1)
+	return nil, nil
+}
+
+func (c *countingValidator) ValidateDelete(context.Context, *v1alpha1.DynamoGraphDeployment) (admission.Warnings, error) {
+	c.calls.Add(1)
+	return nil, nil
+}
+
+// countingDefaulter counts the calls that reach it.
+type countingDefaulter struct{ calls atomic.Int32 }
+
+func (c *countingDefaulter) Default(context.Context, *v1alpha1.DynamoGraphDeployment) error {
+	c.calls.Add(1)
+	return nil
+}
+
+func TestLatencyInjection(t *testing.T) {
+	const delay = 150 * time.Millisecond
+	g := graph("team-a")
+
+	t.Run("T9/every operation is held for the delay, then reaches next", func(t *testing.T) {
+		next := &countingValidator{}
+		d := &countingDefaulter{}
+		v := LatencyInjectedValidator[*v1alpha1.DynamoGraphDeployment](delay, next)
+		def := LatencyInjectedDefaulter[*v1alpha1.DynamoGraphDeployment](delay, d)
+		calls := []struct {
+			name string
+			call func(context.Context) error
+		}{
+			{"create", func(ctx context.Context) error { _, err := v.ValidateCreate(ctx, g); return err }},
+			{"update", func(ctx context.Context) error { _, err := v.ValidateUpdate(ctx, g, g); return err }},
+			{"delete", func(ctx context.Context) error { _, err := v.ValidateDelete(ctx, g); return err }},
+			{"default", func(ctx context.Context) error { return def.Default(ctx, g) }},
+		}
+		for _, c := range calls {
+			start := time.Now()
+			require.NoError(t, c.call(context.Background()), c.name)
+			assert.GreaterOrEqual(t, time.Since(start), delay, "%s returned before the injected delay", c.name)
+		}
+		assert.EqualValues(t, 3, next.calls.Load())
+		assert.EqualValues(t, 1, d.calls.Load())
+	})
+
+	t.Run("T9/a caller that gives up ends the call with its context error; next never runs", func(t *testing.T) {
+		next := &countingValidator{}
+		v := LatencyInjectedValidator[*v1alpha1.DynamoGraphDeployment](time.Hour, next)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := v.ValidateCreate(ctx, g)
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, context.DeadlineExceeded), "error %v does not wrap context.DeadlineExceeded", err)
+		assert.Contains(t, err.Error(), "injected webhook latency of 1h0m0s interrupted")
+		assert.Less(t, time.Since(start), 5*time.Second)
+		assert.EqualValues(t, 0, next.calls.Load())
+	})
+
+	t.Run("0 (the default) is inert: next is returned unchanged", func(t *testing.T) {
+		next := &countingValidator{}
+		d := &countingDefaulter{}
+		assert.Same(t, next, LatencyInjectedValidator[*v1alpha1.DynamoGraphDeployment](0, next).(*countingValidator))
+		assert.Same(t, d, LatencyInjectedDefaulter[*v1alpha1.DynamoGraphDeployment](0, d).(*countingDefaulter))
+		assert.Same(t, next, LatencyInjectedValidator[*v1alpha1.DynamoGraphDeployment](-time.Second, next).(*countingValidator))
+	})
+}
+
+// TestRegisterComposesLatencyInjection checks the flag's path end to end: Register with
+// Config.LatencyInjection delays the served validating webhook (and the denial still comes
+// through), and without it the same request is answered at once.
+func TestRegisterComposesLatencyInjection(t *testing.T) {
+	const delay = 400 * time.Millisecond
+	served := func(cfg Config) http.Handler {
+		mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{
+			Scheme:                 scheme.New(),
+			Metrics:                metricsserver.Options{BindAddress: "0"},
+			HealthProbeBindAddress: "0",
+			Logger:                 logr.Discard(),
+		})
+		require.NoError(t, err)
+		require.NoError(t, Register(mgr, cfg))
+		return mgr.GetWebhookServer().WebhookMux()
+	}
+	bad := validDGD()
+	bad.Spec.Services = nil
+	body := review(t, admissionv1.Create, gvkDGD, "dynamographdeployments", bad, nil)
+	const path = "/validate-nvidia-com-v1alpha1-dynamographdeployment"
+
+	for _, tc := range []struct {
+		name    string
+		latency time.Duration
+	}{
+		{"T9/with --webhook-latency-injection", delay},
+		{"off by default", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := served(Config{LatencyInjection: tc.latency})
+			start := time.Now()
+			rec, out := post(t, h, path, body)
+			elapsed := time.Since(start)
+			require.Equal(t, http.StatusOK, rec.Code)
+			require.NotNil(t, out.Response)
+			assert.False(t, out.Response.Allowed, "a DynamoGraphDeployment without services must still be denied")
+			if tc.latency > 0 {
+				assert.GreaterOrEqual(t, elapsed, tc.latency)
+			} else {
+				assert.Less(t, elapsed, delay, "a request without latency injection took %s", elapsed)
+			}
+		})
+	}
+}

@@ -1,0 +1,213 @@
+package certmodes
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+	"sigs.k8s.io/e2e-framework/pkg/types"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
+	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
+)
+
+// validitySlack is how far a certificate's lifetime may be from the configured one: the
+// operator backdates notBefore (clock skew) and a little time passes between generating the
+// certificate and storing the Secret.
+const validitySlack = 10 * time.Minute
+
+// freshInstall is C1: after a fresh install in automatic mode the operator has created the
+// Secret, with certificates valid as configured for the Service's DNS name, and injected its CA
+// everywhere the API server needs it.
+func freshInstall() types.Feature {
+	return features.New("fresh install creates the Secret and injects the CA everywhere").
+		WithLabel(suite.LabelScenario, "C1").
+		WithLabel(suite.LabelCertMode, string(install.Automatic)).
+		Assess("the Secret is kubernetes.io/tls with tls.crt, tls.key and ca.crt", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			s, err := c.Kube().CoreV1().Secrets(r.Namespace).Get(ctx, r.SecretName(), metav1.GetOptions{})
+			expect.NoError(t, err, "getting Secret %s/%s", r.Namespace, r.SecretName())
+			expect.Equal(t, "type of Secret "+r.Namespace+"/"+r.SecretName(), corev1.SecretTypeTLS, s.Type)
+			var empty []string
+			for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey, "ca.crt"} {
+				if len(s.Data[k]) == 0 {
+					empty = append(empty, k)
+				}
+			}
+			if len(empty) > 0 {
+				expect.Errorf(t, "Secret %s/%s: expected non-empty tls.crt, tls.key and ca.crt, saw %v missing or empty (keys: %v)", r.Namespace, r.SecretName(), empty, keys(s.Data))
+			}
+			return ctx
+		}).
+		Assess("the CA and the serving certificate are valid for the configured time", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			s := mustReadSecret(ctx, t, c, r)
+			caValidity, serverValidity, err := r.CertificateValidity()
+			expect.NoError(t, err, "reading the configured validity")
+			created := s.Secret.CreationTimestamp.Time
+			expectLifetime(t, "CA certificate (ca.crt)", s.CA, created, caValidity)
+			// The operator never lets the serving certificate outlive its CA.
+			expectLifetime(t, "serving certificate (tls.crt)", s.Leaf, created, min(serverValidity, s.CA.NotAfter.Sub(created)))
+			if !s.CA.IsCA {
+				expect.Errorf(t, "ca.crt: expected a CA certificate, saw %s", install.Describe(s.CA))
+			}
+			return ctx
+		}).
+		Assess("the serving certificate names <svc>.<ns>.svc and chains to ca.crt", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			s := mustReadSecret(ctx, t, c, r)
+			if !slices.Contains(s.Leaf.DNSNames, r.ServiceHost()) {
+				expect.Errorf(t, "serving certificate: expected SAN %s, saw SANs %v", r.ServiceHost(), s.Leaf.DNSNames)
+			}
+			roots := x509.NewCertPool()
+			roots.AddCert(s.CA)
+			if _, err := s.Leaf.Verify(x509.VerifyOptions{DNSName: r.ServiceHost(), Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+				expect.Errorf(t, "serving certificate: expected it to verify for %s against ca.crt, saw %v", r.ServiceHost(), err)
+			}
+			return ctx
+		}).
+		Assess("every validating and mutating webhook and the DGDR conversion carry the CA", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			s := mustReadSecret(ctx, t, c, r)
+			expectCABundles(ctx, t, c, r, s.Secret.Data["ca.crt"])
+			return ctx
+		}).
+		Assess("the webhook Service serves the Secret's certificate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			expectServed(ctx, t, c, r, mustReadSecret(ctx, t, c, r).Leaf)
+			return ctx
+		}).
+		Feature()
+}
+
+// expectLifetime checks that cert expires validity after the Secret was created.
+func expectLifetime(t *testing.T, what string, cert *x509.Certificate, created time.Time, validity time.Duration) {
+	t.Helper()
+	got := cert.NotAfter.Sub(created)
+	if d := got - validity; d < -validitySlack || d > validitySlack {
+		expect.Errorf(t, "%s: expected a lifetime of %s (±%s) from the Secret's creation at %s, saw notAfter %s (%s)",
+			what, validity, validitySlack, created.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339), got.Round(time.Minute))
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// restartKeepsCertificate is C2: restarting the operator while its Secret is valid reuses the
+// certificate instead of generating a new one.
+func restartKeepsCertificate() types.Feature {
+	var before install.SecretCertificates
+	var pods map[string]string
+	return features.New("operator restart with a valid Secret keeps the certificate").
+		WithLabel(suite.LabelScenario, "C2").
+		WithLabel(suite.LabelCertMode, string(install.Automatic)).
+		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			before = mustReadSecret(ctx, t, c, r)
+			pods = operatorPodUIDs(ctx, t, c, r)
+			return ctx
+		}).
+		Assess("rollout restart replaces every operator pod", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			restartOperator(ctx, t, c, r, pods)
+			return ctx
+		}).
+		Assess("the Secret keeps the same CA and serving certificate (serial numbers)", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			after := mustReadSecret(ctx, t, c, r)
+			if !after.Leaf.Equal(before.Leaf) || !after.CA.Equal(before.CA) {
+				expect.Errorf(t, "Secret %s/%s after the restart: expected %s (no regeneration), saw %s", r.Namespace, r.SecretName(), before, after)
+			}
+			return ctx
+		}).
+		Assess("the new pod serves the same certificate and admission works", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			expectServed(ctx, t, c, r, before.Leaf)
+			expect.NoError(t, install.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission after the restart")
+			return ctx
+		}).
+		Feature()
+}
+
+// deletedSecretRegenerated is C3, the documented recovery: delete the Secret and restart the
+// operator; it generates a new certificate, updates every caBundle, and admission works again.
+func deletedSecretRegenerated() types.Feature {
+	var before install.SecretCertificates
+	var pods map[string]string
+	var after install.SecretCertificates
+	return features.New("deleted Secret plus rollout restart regenerates the certificate").
+		WithLabel(suite.LabelScenario, "C3").
+		WithLabel(suite.LabelCertMode, string(install.Automatic)).
+		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			before = mustReadSecret(ctx, t, c, r)
+			pods = operatorPodUIDs(ctx, t, c, r)
+			return ctx
+		}).
+		Assess("kubectl delete secret + rollout restart yields a new CA and certificate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			err := c.Kube().CoreV1().Secrets(r.Namespace).Delete(ctx, r.SecretName(), metav1.DeleteOptions{})
+			expect.NoError(t, err, "deleting Secret %s/%s", r.Namespace, r.SecretName())
+			restartOperator(ctx, t, c, r, pods)
+			what := fmt.Sprintf("Secret %s/%s to be recreated with a new CA and certificate (old: %s)", r.Namespace, r.SecretName(), before)
+			expect.Eventually(ctx, t, what, convergeTimeout, func(ctx context.Context) (bool, string, error) {
+				s, err := install.ReadSecretCertificates(ctx, c.Kube(), r)
+				if err != nil {
+					return false, err.Error(), nil
+				}
+				after = s
+				return !s.Leaf.Equal(before.Leaf) && !s.CA.Equal(before.CA), s.String(), nil
+			})
+			return ctx
+		}).
+		Assess("every caBundle holds the new CA", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			expectCABundles(ctx, t, c, r, after.Secret.Data["ca.crt"])
+			return ctx
+		}).
+		Assess("the webhook Service serves the new certificate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			expectServed(ctx, t, c, r, after.Leaf)
+			return ctx
+		}).
+		Assess("admission works again: an invalid DynamoGraphDeployment is denied, a valid one admitted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			expect.NoError(t, install.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission after regeneration")
+			ns := suite.Namespace(ctx, t, "c3")
+			_, err := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.InvalidGraphDeployment(ns, "no-services"), metav1.CreateOptions{})
+			want := install.DeniedBy(install.GraphDeploymentValidatingWebhook)
+			if err == nil || !containsAll(err.Error(), want, ns+"/no-services", "spec.services") {
+				expect.Errorf(t, "creating DynamoGraphDeployment %s/no-services: expected a denial containing %q, %q and %q, saw %v", ns, want, ns+"/no-services", "spec.services", err)
+			}
+			_, err = c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.GraphDeployment(ns, "graph"), metav1.CreateOptions{})
+			if err != nil {
+				expect.Errorf(t, "creating DynamoGraphDeployment %s/graph: expected it admitted, saw %v", ns, err)
+			}
+			return ctx
+		}).
+		Feature()
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}

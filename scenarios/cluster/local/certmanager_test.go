@@ -1,0 +1,188 @@
+package local_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
+	cmclient "github.com/cert-manager/cert-manager/pkg/client/clientset/versioned"
+)
+
+// TestCertManager proves cert-manager on a local cluster is the real thing: a self-signed
+// Issuer signs a CA Certificate, a CA Issuer built on it signs a serving Certificate into a
+// Secret, and cainjector copies that CA into a webhook configuration annotated with
+// cert-manager.io/inject-ca-from.
+func TestCertManager(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: brings up a local cluster (etcd, apiserver, node); run without -short")
+	}
+	const ns = "cert-manager-proof"
+	dnsName := "webhook." + ns + ".svc"
+	feature := features.New("cert-manager on local").
+		WithLabel("provider", "local").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			_, err := kubeClient(t, cfg).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("creating Namespace %s: %v", ns, err)
+			}
+			return ctx
+		}).
+		Assess("self-signed Issuer → CA Certificate → CA Issuer → serving Certificate → Secret", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cm := cmClient(t, cfg)
+			issuers := cm.CertmanagerV1().Issuers(ns)
+			certs := cm.CertmanagerV1().Certificates(ns)
+			create := func(what string, err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatalf("creating %s: %v", what, err)
+				}
+			}
+			_, err := issuers.Create(ctx, &cmv1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: "selfsigned"},
+				Spec: cmv1.IssuerSpec{IssuerConfig: cmv1.IssuerConfig{SelfSigned: &cmv1.SelfSignedIssuer{}}}}, metav1.CreateOptions{})
+			create("Issuer "+ns+"/selfsigned", err)
+			_, err = certs.Create(ctx, &cmv1.Certificate{ObjectMeta: metav1.ObjectMeta{Name: "root-ca"},
+				Spec: cmv1.CertificateSpec{IsCA: true, CommonName: "gauntlet root CA", SecretName: "root-ca",
+					IssuerRef: cmmeta.IssuerReference{Name: "selfsigned", Kind: "Issuer"}}}, metav1.CreateOptions{})
+			create("Certificate "+ns+"/root-ca", err)
+			_, err = issuers.Create(ctx, &cmv1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: "ca"},
+				Spec: cmv1.IssuerSpec{IssuerConfig: cmv1.IssuerConfig{CA: &cmv1.CAIssuer{SecretName: "root-ca"}}}}, metav1.CreateOptions{})
+			create("Issuer "+ns+"/ca", err)
+			_, err = certs.Create(ctx, &cmv1.Certificate{ObjectMeta: metav1.ObjectMeta{Name: "serving"},
+				Spec: cmv1.CertificateSpec{DNSNames: []string{dnsName}, SecretName: "serving-tls",
+					IssuerRef: cmmeta.IssuerReference{Name: "ca", Kind: "Issuer"}}}, metav1.CreateOptions{})
+			create("Certificate "+ns+"/serving", err)
+			for _, name := range []string{"root-ca", "serving"} {
+				waitCertificateReady(ctx, t, cm, ns, name)
+			}
+
+			secret, err := kubeClient(t, cfg).CoreV1().Secrets(ns).Get(ctx, "serving-tls", metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("reading Secret %s/serving-tls: %v", ns, err)
+			}
+			for _, key := range []string{"tls.crt", "tls.key", "ca.crt"} {
+				if len(secret.Data[key]) == 0 {
+					t.Fatalf("Secret %s/serving-tls has no %s", ns, key)
+				}
+			}
+			leaf := parseCert(t, secret.Data["tls.crt"])
+			roots := x509.NewCertPool()
+			roots.AppendCertsFromPEM(secret.Data["ca.crt"])
+			if _, err := leaf.Verify(x509.VerifyOptions{DNSName: dnsName, Roots: roots}); err != nil {
+				t.Fatalf("serving certificate does not verify for %s against the Secret's ca.crt: %v", dnsName, err)
+			}
+			if ca := parseCert(t, secret.Data["ca.crt"]); ca.Subject.CommonName != "gauntlet root CA" || !ca.IsCA {
+				t.Fatalf("ca.crt is %q (CA=%v), want the self-signed root CA", ca.Subject.CommonName, ca.IsCA)
+			}
+			return ctx
+		}).
+		Assess("cainjector fills a ValidatingWebhookConfiguration's caBundle from inject-ca-from", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			kube := kubeClient(t, cfg)
+			name := "gauntlet-inject-proof"
+			vwcs := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+			_, err := vwcs.Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"cert-manager.io/inject-ca-from": ns + "/serving"}},
+				Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+					Name: "inject.gauntlet.dev",
+					ClientConfig: admissionregistrationv1.WebhookClientConfig{
+						Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "webhook", Path: ptr.To("/validate")},
+					},
+					// Matches nothing real: this configuration only carries the injected bundle.
+					Rules: []admissionregistrationv1.RuleWithOperations{{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"gauntlet.dev"}, APIVersions: []string{"v1"}, Resources: []string{"nothing"}},
+					}},
+					SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+					AdmissionReviewVersions: []string{"v1"},
+				}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("creating ValidatingWebhookConfiguration %s: %v", name, err)
+			}
+			t.Cleanup(func() { _ = vwcs.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+			secret, err := kube.CoreV1().Secrets(ns).Get(ctx, "serving-tls", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []byte
+			err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				vwc, err := vwcs.Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return false, nil
+				}
+				got = vwc.Webhooks[0].ClientConfig.CABundle
+				return len(got) > 0, nil
+			})
+			if err != nil {
+				t.Fatalf("caBundle of %s still empty after 30s: cainjector did not inject", name)
+			}
+			if !bytes.Equal(got, secret.Data["ca.crt"]) {
+				t.Fatalf("injected caBundle differs from Secret %s/serving-tls ca.crt:\n%s\nwant\n%s", ns, got, secret.Data["ca.crt"])
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			_ = kubeClient(t, cfg).CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, feature)
+}
+
+func cmClient(t *testing.T, cfg *envconf.Config) cmclient.Interface {
+	t.Helper()
+	cs, err := cmclient.NewForConfig(restConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func waitCertificateReady(ctx context.Context, t *testing.T, cm cmclient.Interface, ns, name string) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		c, err := cm.CertmanagerV1().Certificates(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == cmv1.CertificateConditionReady {
+				last = fmt.Sprintf("Ready=%s %s: %s", cond.Status, cond.Reason, cond.Message)
+				return cond.Status == cmmeta.ConditionTrue, nil
+			}
+		}
+		last = "no Ready condition"
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("Certificate %s/%s not Ready after 60s (%s)", ns, name, last)
+	}
+}
+
+func parseCert(t *testing.T, pemBytes []byte) *x509.Certificate {
+	t.Helper()
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		t.Fatalf("no PEM block in %q", pemBytes)
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

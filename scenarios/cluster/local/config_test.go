@@ -1,0 +1,180 @@
+package local
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseConfigRejectsBadFieldsByName(t *testing.T) {
+	cases := []struct {
+		name, yaml, field, msg string
+	}{
+		{"unknown field", "servceCIDR: 127.0.100.0/24\n", "servceCIDR", "unknown field"},
+		{"wrong kind", "kind: Cluster\n", "kind", "must be LocalCluster"},
+		{"wrong apiVersion", "apiVersion: kind.x-k8s.io/v1alpha4\n", "apiVersion", "must be gauntlet.dev/v1alpha1"},
+		{"bad name", "name: My_Cluster\n", "name", "DNS label"},
+		{"bad version", "kubernetesVersion: 1.37\n", "kubernetesVersion", "must look like v1.37.0"},
+		{"privileged port", "ports:\n  apiServer: 443\n", "ports.apiServer", "between 1024 and 65535"},
+		{"duplicate port", "ports:\n  apiServer: 21000\n  kubelet: 21000\n", "ports.kubelet", "already used by ports.apiServer"},
+		{"service range not loopback", "serviceCIDR: 10.96.0.0/16\n", "serviceCIDR", "inside 127.0.0.0/8"},
+		{"service range holds 127.0.0.1", "serviceCIDR: 127.0.0.0/24\n", "serviceCIDR", "must not contain 127.0.0.1"},
+		{"service range too large", "serviceCIDR: 127.0.0.0/8\n", "serviceCIDR", "between /16 and /28"},
+		{"service range host bits", "serviceCIDR: 127.0.100.1/24\n", "serviceCIDR", "did you mean 127.0.100.0/24"},
+		{"service range garbage", "serviceCIDR: loopback\n", "serviceCIDR", "IPv4 CIDR"},
+		{"pod range loopback", "podCIDR: 127.1.0.0/24\n", "podCIDR", "must not be loopback"},
+		{"pod range IPv6", "podCIDR: fd00::/64\n", "podCIDR", "must be IPv4"},
+		{"image with tag", "images:\n  example.com/op:v1: /bin/true\n", "images[example.com/op:v1]", "without tag or digest"},
+		{"image with digest", "images:\n  example.com/op@sha256:abc: /bin/true\n", "images[example.com/op@sha256:abc]", "without tag or digest"},
+		{"image without binary", "images:\n  example.com/op: \"\"\n", "images[example.com/op]", "must not be empty"},
+		{"bad cert-manager namespace", "certManager:\n  namespace: Cert_Manager\n", "certManager.namespace", "DNS label"},
+		{"wrong type", "ports:\n  apiServer: high\n", "apiServer", "cannot unmarshal"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tc.yaml))
+			if err == nil {
+				t.Fatalf("config %q was accepted", tc.yaml)
+			}
+			if !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("error %q does not name field %q with %q", err, tc.field, tc.msg)
+			}
+		})
+	}
+}
+
+func TestParseConfigAcceptsFullConfig(t *testing.T) {
+	raw := `apiVersion: gauntlet.dev/v1alpha1
+kind: LocalCluster
+name: dev
+kubernetesVersion: v1.37.0
+ports: {apiServer: 21000, etcd: 21001, etcdPeer: 21002, controllerManager: 21003, scheduler: 21004, kubelet: 21005}
+serviceCIDR: 127.0.50.0/24
+podCIDR: 10.250.0.0/24
+binaries: {dir: /opt/k8s/bin}
+images: {example.com/op: /usr/local/bin/op}
+certManager: {enabled: true}
+`
+	cfg, err := ParseConfig([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Complete("dev", nil); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Ports.Kubelet != 21005 || cfg.ServiceCIDR != "127.0.50.0/24" || cfg.PodHostIP() != "10.250.0.1" {
+		t.Fatalf("explicit values were changed: %+v", cfg)
+	}
+	if cfg.CertManager.Namespace != "cert-manager" {
+		t.Fatalf("cert-manager namespace default = %q", cfg.CertManager.Namespace)
+	}
+}
+
+func TestCompleteDerivesDistinctSettingsPerName(t *testing.T) {
+	a, b := &Config{}, &Config{}
+	if err := a.Complete("alpha", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Complete("beta", []*Config{a}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Conflicts([]*Config{a}); err != nil {
+		t.Fatalf("derived settings collide: %v", err)
+	}
+	again := &Config{}
+	if err := again.Complete("alpha", nil); err != nil {
+		t.Fatal(err)
+	}
+	if again.Ports != a.Ports || again.ServiceCIDR != a.ServiceCIDR || again.PodCIDR != a.PodCIDR {
+		t.Fatalf("derivation is not stable: %+v vs %+v", again, a)
+	}
+}
+
+func TestCompleteSkipsSlotsOfExistingClusters(t *testing.T) {
+	a := &Config{}
+	if err := a.Complete("alpha", nil); err != nil {
+		t.Fatal(err)
+	}
+	// Same name hash, different cluster: "alpha" is taken by another cluster called "other".
+	taken := *a
+	taken.Name = "other"
+	b := &Config{}
+	if err := b.Complete("alpha", []*Config{&taken}); err != nil {
+		t.Fatal(err)
+	}
+	if b.Ports.APIServer == a.Ports.APIServer || b.ServiceCIDR == a.ServiceCIDR || b.PodCIDR == a.PodCIDR {
+		t.Fatalf("slot of an existing cluster reused: %+v", b)
+	}
+	if err := b.Conflicts([]*Config{&taken}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConflictsNamesTheCollidingField(t *testing.T) {
+	a := &Config{}
+	if err := a.Complete("alpha", nil); err != nil {
+		t.Fatal(err)
+	}
+	b := &Config{ServiceCIDR: a.ServiceCIDR, Ports: Ports{Kubelet: a.Ports.APIServer}}
+	if err := b.Complete("beta", []*Config{a}); err != nil {
+		t.Fatal(err)
+	}
+	err := b.Conflicts([]*Config{a})
+	for _, want := range []string{`ports.kubelet`, `used by cluster "alpha" (ports.apiServer)`, `serviceCIDR`, `overlaps cluster "alpha"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("conflict error %v does not mention %q", err, want)
+		}
+	}
+}
+
+func TestCompleteRejectsNameMismatch(t *testing.T) {
+	cfg := &Config{Name: "dev"}
+	err := cfg.Complete("prod", nil)
+	if err == nil || !strings.Contains(err.Error(), `name: invalid value "dev": does not match the cluster name "prod"`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestLoadConfigResolvesRelativePaths(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(path, []byte("binaries: {dir: bin}\nimages: {example.com/op: op}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Binaries.Dir != filepath.Join(dir, "bin") || cfg.Images["example.com/op"] != filepath.Join(dir, "op") {
+		t.Fatalf("relative paths not resolved against %s: %+v", dir, cfg)
+	}
+	if _, err := LoadConfig(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "reading cluster config") {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func TestRenderKwokConfigCarriesTheRecipe(t *testing.T) {
+	cfg := &Config{}
+	if err := cfg.Complete("recipe", nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Binaries = Binaries{Etcd: "/b/etcd", KubeAPIServer: "/b/kube-apiserver", KubeControllerManager: "/b/kcm", KubeScheduler: "/b/ks", Kubectl: "/b/kubectl"}
+	raw, err := renderKwokConfig(cfg, newLayout("recipe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"runtime: binary", "bindAddress: 127.0.0.1", "- kwok-controller",
+		"key: service-cluster-ip-range\n    value: " + cfg.ServiceCIDR,
+		"key: advertise-address\n    value: 127.0.0.1", "key: endpoint-reconciler-type\n    value: none",
+		"- " + cfg.PodHostIP(), "kubeApiserverBinary: /b/kube-apiserver",
+	} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("kwokctl config lacks %q:\n%s", want, raw)
+		}
+	}
+	if strings.Count(string(raw), "service-cluster-ip-range") != 2 {
+		t.Errorf("service range must be given to kube-apiserver and kube-controller-manager:\n%s", raw)
+	}
+}

@@ -1,0 +1,198 @@
+// Command gauntlet-cluster creates, deletes and inspects local clusters (package
+// scenarios/cluster/local): a real control plane plus a process node, no containers. The
+// cluster outlives this command; `down` removes every process, mount, listener and file it left.
+//
+//	gauntlet-cluster up   [--name N] [--config F] [--cert-manager] [--no-node] [--retain]
+//	gauntlet-cluster down [--name N]
+//	gauntlet-cluster logs [--name N] [--dest DIR]
+//	gauntlet-cluster list
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
+)
+
+const usage = `usage: gauntlet-cluster <command> [flags]
+
+commands:
+  up     create a local cluster and wait until it is ready
+  down   delete a local cluster (processes, mounts, listeners, state)
+  logs   export a cluster's logs (control plane, node, pods, cert-manager, objects)
+  list   list local clusters on this machine
+
+Run 'gauntlet-cluster <command> -h' for the command's flags.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "up":
+		err = up(ctx, args)
+	case "down":
+		err = down(ctx, args)
+	case "logs":
+		err = logs(ctx, args)
+	case "list":
+		err = list()
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "gauntlet-cluster: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "\nERROR: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func up(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("up", flag.ExitOnError)
+	name := fs.String("name", envOr("GAUNTLET_CLUSTER", local.DefaultName), "cluster name (env GAUNTLET_CLUSTER)")
+	config := fs.String("config", "", "cluster config file (YAML, kind: LocalCluster); unset fields are derived")
+	certManager := fs.Bool("cert-manager", false, "install cert-manager's CRDs and run its controllers and cainjector")
+	noNode := fs.Bool("no-node", false, "start the control plane only (pods stay Pending)")
+	retain := fs.Bool("retain", false, "keep the cluster if creation fails, for debugging")
+	_ = fs.Parse(args)
+
+	opts := []local.Option{local.WithProgress(os.Stdout)}
+	if *certManager {
+		opts = append(opts, local.WithCertManager())
+	}
+	if *noNode {
+		opts = append(opts, local.WithoutNode())
+	}
+	if *retain {
+		opts = append(opts, local.WithRetainOnFailure())
+	}
+	p := local.NewProvider()
+	p.WithName(*name).WithOpts(opts...)
+	var (
+		kubeconfig string
+		err        error
+	)
+	if *config != "" {
+		kubeconfig, err = p.CreateWithConfig(ctx, *config)
+	} else {
+		kubeconfig, err = p.Create(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	cfg, err := p.Config()
+	if err != nil {
+		return err
+	}
+	kubectl := "kubectl"
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		kubectl = cfg.Binaries.Kubectl // the one built with the control plane
+	}
+	fmt.Printf(`
+Kubeconfig: %s
+  API server   https://127.0.0.1:%d     services %s    pods %s
+Try:
+  export KUBECONFIG=%s
+  %s get nodes,pods -A
+Logs:   make cluster-logs CLUSTER=%[7]s     (gauntlet-cluster logs --name %[7]s)
+Delete: make cluster-down CLUSTER=%[7]s     (gauntlet-cluster down --name %[7]s)
+`, kubeconfig, cfg.Ports.APIServer, cfg.ServiceCIDR, cfg.PodCIDR, kubeconfig, kubectl, cfg.Name)
+	return nil
+}
+
+func down(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("down", flag.ExitOnError)
+	name := fs.String("name", envOr("GAUNTLET_CLUSTER", local.DefaultName), "cluster name (env GAUNTLET_CLUSTER)")
+	_ = fs.Parse(args)
+	if _, err := os.Stat(filepath.Join(local.StateRoot(), *name)); err != nil {
+		names, _ := local.Clusters()
+		fmt.Printf("No local cluster %q (clusters: %s).\n", *name, orNone(names))
+		return nil
+	}
+	p := local.NewProvider()
+	p.WithName(*name).WithOpts(local.WithProgress(os.Stdout))
+	if err := p.Destroy(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("Deleted cluster %q.\n", *name)
+	return nil
+}
+
+func logs(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("logs", flag.ExitOnError)
+	name := fs.String("name", envOr("GAUNTLET_CLUSTER", local.DefaultName), "cluster name (env GAUNTLET_CLUSTER)")
+	dest := fs.String("dest", "", "directory to export into (default ./_artifacts/cluster-logs/<name>)")
+	_ = fs.Parse(args)
+	if *dest == "" {
+		*dest = filepath.Join("_artifacts", "cluster-logs", *name)
+	}
+	p := local.NewProvider()
+	p.WithName(*name)
+	err := p.ExportLogs(ctx, *dest)
+	abs, _ := filepath.Abs(*dest)
+	files := 0
+	_ = filepath.WalkDir(*dest, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files++
+		}
+		return nil
+	})
+	fmt.Printf("Exported %d files of cluster %q to %s\n", files, *name, abs)
+	listTop(os.Stdout, *dest)
+	return err
+}
+
+func list() error {
+	names, err := local.Clusters()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		fmt.Println(n)
+	}
+	if len(names) == 0 {
+		fmt.Println("No local clusters.")
+	}
+	return nil
+}
+
+func listTop(w io.Writer, dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		suffix := ""
+		if e.IsDir() {
+			suffix = "/"
+		}
+		fmt.Fprintf(w, "  %s%s\n", e.Name(), suffix)
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}

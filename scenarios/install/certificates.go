@@ -1,0 +1,236 @@
+package install
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	certutil "k8s.io/client-go/util/cert"
+)
+
+// CertificateAuthority is a CA made by the scenarios themselves (external mode, or a CA the
+// operator does not know), with its key, so it can sign serving certificates.
+type CertificateAuthority struct {
+	Cert *x509.Certificate
+	// PEM is the CA certificate, PEM-encoded: what goes into ca.crt and webhook.caBundle.
+	PEM []byte
+	key crypto.Signer
+}
+
+// NewCertificateAuthority creates a self-signed ECDSA P-256 CA valid from an hour ago (clock
+// skew between this host and the cluster) for validity.
+func NewCertificateAuthority(commonName string, validity time.Duration) (*CertificateAuthority, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating the key of CA %q: %w", commonName, err)
+	}
+	serial, err := randomSerial()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: commonName, Organization: []string{"gauntlet"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(validity),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, fmt.Errorf("creating CA certificate %q: %w", commonName, err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("parsing CA certificate %q: %w", commonName, err)
+	}
+	return &CertificateAuthority{Cert: cert, PEM: pemCertificate(der), key: key}, nil
+}
+
+// LeafOptions describe a serving certificate. The zero values of NotBefore and NotAfter mean
+// "an hour ago" and "in a year"; scenarios set them to make expired or not-yet-valid
+// certificates, and DNSNames to make certificates for the wrong host.
+type LeafOptions struct {
+	DNSNames            []string
+	IPAddresses         []net.IP
+	NotBefore, NotAfter time.Time
+}
+
+// Issue signs a serving certificate (server auth, ECDSA P-256) with the CA.
+func (ca *CertificateAuthority) Issue(opts LeafOptions) (*ServingCertificate, error) {
+	if len(opts.DNSNames) == 0 && len(opts.IPAddresses) == 0 {
+		return nil, errors.New("issuing a serving certificate: no DNS name or IP address given")
+	}
+	now := time.Now()
+	if opts.NotBefore.IsZero() {
+		opts.NotBefore = now.Add(-time.Hour)
+	}
+	if opts.NotAfter.IsZero() {
+		opts.NotAfter = now.Add(365 * 24 * time.Hour)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating a serving key: %w", err)
+	}
+	serial, err := randomSerial()
+	if err != nil {
+		return nil, err
+	}
+	cn := ""
+	if len(opts.DNSNames) > 0 {
+		cn = opts.DNSNames[0]
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: cn, Organization: []string{"gauntlet"}},
+		DNSNames:     opts.DNSNames,
+		IPAddresses:  opts.IPAddresses,
+		NotBefore:    opts.NotBefore,
+		NotAfter:     opts.NotAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.key)
+	if err != nil {
+		return nil, fmt.Errorf("signing a serving certificate for %v with CA %q: %w", opts.DNSNames, ca.Cert.Subject.CommonName, err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the serving certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the serving key: %w", err)
+	}
+	return &ServingCertificate{
+		CA:      ca.Cert,
+		CAPEM:   ca.PEM,
+		Leaf:    leaf,
+		CertPEM: pemCertificate(der),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+	}, nil
+}
+
+// ServingCertificate is a webhook serving certificate with its key and the CA that signed it.
+type ServingCertificate struct {
+	CA      *x509.Certificate
+	CAPEM   []byte
+	Leaf    *x509.Certificate
+	CertPEM []byte
+	KeyPEM  []byte
+}
+
+// NewServingCertificate makes a fresh CA (valid ten years) and a serving certificate for host
+// (valid a year): what a user of external mode brings.
+func NewServingCertificate(host string) (*ServingCertificate, error) {
+	ca, err := NewCertificateAuthority("gauntlet external CA for "+host, 10*365*24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	return ca.Issue(LeafOptions{DNSNames: []string{host}})
+}
+
+// CABundle is the CA as webhook.caBundle wants it: base64 of the PEM.
+func (s *ServingCertificate) CABundle() string { return base64.StdEncoding.EncodeToString(s.CAPEM) }
+
+// CertificateInfo is what a person debugging TLS wants to know about a certificate, and
+// nothing secret: identity, names, validity and serial.
+type CertificateInfo struct {
+	Subject   string    `json:"subject"`
+	Issuer    string    `json:"issuer"`
+	Serial    string    `json:"serial"`
+	DNSNames  []string  `json:"dnsNames,omitempty"`
+	IPs       []string  `json:"ipAddresses,omitempty"`
+	NotBefore time.Time `json:"notBefore"`
+	NotAfter  time.Time `json:"notAfter"`
+	IsCA      bool      `json:"isCA"`
+}
+
+// Describe returns the CertificateInfo of c. Serials are hex, as openssl prints them.
+func Describe(c *x509.Certificate) CertificateInfo {
+	info := CertificateInfo{
+		Subject:   c.Subject.String(),
+		Issuer:    c.Issuer.String(),
+		Serial:    SerialHex(c),
+		DNSNames:  c.DNSNames,
+		NotBefore: c.NotBefore.UTC(),
+		NotAfter:  c.NotAfter.UTC(),
+		IsCA:      c.IsCA,
+	}
+	for _, ip := range c.IPAddresses {
+		info.IPs = append(info.IPs, ip.String())
+	}
+	return info
+}
+
+// String is one line: subject, SANs, validity window, serial.
+func (i CertificateInfo) String() string {
+	sans := append(append([]string{}, i.DNSNames...), i.IPs...)
+	ca := ""
+	if i.IsCA {
+		ca = " CA"
+	}
+	return fmt.Sprintf("%s%s: SANs [%s], valid %s to %s, serial %s, issuer %s", i.Subject, ca, strings.Join(sans, ", "),
+		i.NotBefore.Format(time.RFC3339), i.NotAfter.Format(time.RFC3339), i.Serial, i.Issuer)
+}
+
+// SerialHex is a certificate's serial number in hex.
+func SerialHex(c *x509.Certificate) string { return c.SerialNumber.Text(16) }
+
+func pemCertificate(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func randomSerial() (*big.Int, error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, fmt.Errorf("generating a certificate serial number: %w", err)
+	}
+	return serial, nil
+}
+
+// SecretCertificates is a release's certificate Secret as a user inspects it, parsed.
+type SecretCertificates struct {
+	Secret *corev1.Secret
+	Leaf   *x509.Certificate // first certificate of tls.crt
+	CA     *x509.Certificate // first certificate of ca.crt
+}
+
+func (s SecretCertificates) String() string {
+	return fmt.Sprintf("serving certificate serial %s, CA serial %s", SerialHex(s.Leaf), SerialHex(s.CA))
+}
+
+// ReadSecretCertificates reads and parses r's certificate Secret, or says why it cannot.
+func ReadSecretCertificates(ctx context.Context, kube kubernetes.Interface, r *Release) (SecretCertificates, error) {
+	ref := r.Namespace + "/" + r.SecretName()
+	s, err := kube.CoreV1().Secrets(r.Namespace).Get(ctx, r.SecretName(), metav1.GetOptions{})
+	if err != nil {
+		return SecretCertificates{}, fmt.Errorf("getting Secret %s: %w", ref, err)
+	}
+	leafs, err := certutil.ParseCertsPEM(s.Data[corev1.TLSCertKey])
+	if err != nil {
+		return SecretCertificates{}, fmt.Errorf("Secret %s tls.crt: %w", ref, err)
+	}
+	cas, err := certutil.ParseCertsPEM(s.Data["ca.crt"])
+	if err != nil {
+		return SecretCertificates{}, fmt.Errorf("Secret %s ca.crt: %w", ref, err)
+	}
+	return SecretCertificates{Secret: s, Leaf: leafs[0], CA: cas[0]}, nil
+}

@@ -1,0 +1,117 @@
+// Package install loads and renders the dynamo-operator Helm chart (charts/dynamo-operator) with
+// the Helm SDK, exactly as `helm install` would, so scenarios and tests work with the deployed
+// shape the chart defines instead of re-creating its objects by hand.
+package install
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// ChartPath is the chart's directory relative to the repository root.
+const ChartPath = "charts/dynamo-operator"
+
+// ChartDir returns the absolute path of the chart directory. It walks up from the working
+// directory to the first directory that holds ChartPath/Chart.yaml, so it works from any package
+// of the workspace (go test runs in the package directory).
+func ChartDir() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("locating chart %s: %w", ChartPath, err)
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		candidate := filepath.Join(dir, ChartPath)
+		if _, err := os.Stat(filepath.Join(candidate, "Chart.yaml")); err == nil {
+			return candidate, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("locating chart: no %s/Chart.yaml in %s or any parent directory", ChartPath, wd)
+		}
+	}
+}
+
+// LoadChart loads the dynamo-operator chart from ChartDir.
+func LoadChart() (*chart.Chart, error) {
+	dir, err := ChartDir()
+	if err != nil {
+		return nil, err
+	}
+	ch, err := loader.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("loading chart %s: %w", dir, err)
+	}
+	return ch, nil
+}
+
+// Render loads the chart and renders it for a release; see RenderChart.
+func Render(releaseName, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	ch, err := LoadChart()
+	if err != nil {
+		return nil, err
+	}
+	return RenderChart(ch, releaseName, namespace, values)
+}
+
+// RenderChart renders ch as release releaseName in namespace with values (merged over the
+// chart's values.yaml) and returns the objects in manifest order. It runs Helm's install action
+// client-side, like `helm template`: values are checked against values.schema.json, templates
+// may `fail`, and `lookup` finds nothing. Errors carry Helm's message (the schema violation or
+// the template's fail text).
+func RenderChart(ch *chart.Chart, releaseName, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	client := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	client.ReleaseName = releaseName
+	client.Namespace = namespace
+	client.DryRun = true
+	client.DryRunOption = "client"
+	client.ClientOnly = true
+	client.Replace = true // no release storage to check names against
+
+	if values == nil {
+		values = map[string]any{}
+	}
+	rel, err := client.Run(ch, values)
+	if err != nil {
+		return nil, fmt.Errorf("rendering chart %s as release %s/%s: %w", ch.Name(), namespace, releaseName, err)
+	}
+	objs, err := DecodeManifest(rel.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("rendering chart %s as release %s/%s: %w", ch.Name(), namespace, releaseName, err)
+	}
+	return objs, nil
+}
+
+// DecodeManifest splits a multi-document YAML manifest (as Helm produces it) into objects,
+// skipping empty documents.
+func DecodeManifest(manifest string) ([]*unstructured.Unstructured, error) {
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(manifest), 4096)
+	var objs []*unstructured.Unstructured
+	for i := 0; ; i++ {
+		var raw json.RawMessage
+		if err := decoder.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, fmt.Errorf("decoding manifest document %d: %w", i, err)
+		}
+		if trimmed := bytes.TrimSpace(raw); len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+			continue
+		}
+		// Unstructured's own JSON decoding keeps integers as int64, which the typed converters need.
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("decoding manifest document %d: %w", i, err)
+		}
+		objs = append(objs, obj)
+	}
+}

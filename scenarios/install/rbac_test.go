@@ -1,0 +1,78 @@
+package install
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+func TestRBACClusterWide(t *testing.T) {
+	o := render(t, "platform-system", "")
+	assert.Equal(t, []string{"dynamo-operator"}, o.names("ClusterRole"))
+	role := get[rbacv1.ClusterRole](t, o, "ClusterRole", "dynamo-operator")
+	binding := get[rbacv1.ClusterRoleBinding](t, o, "ClusterRoleBinding", "dynamo-operator")
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "dynamo-operator"}, binding.RoleRef)
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "dynamo-operator", Namespace: "platform-system"}}, binding.Subjects)
+	get[corev1.ServiceAccount](t, o, "ServiceAccount", "dynamo-operator")
+
+	for _, verb := range []string{"get", "list", "watch"} {
+		assert.True(t, allows(role.Rules, "coordination.k8s.io", "leases", verb, ""), "cluster-wide operator may %s namespace Leases everywhere", verb)
+	}
+	for _, verb := range []string{"create", "update", "delete"} {
+		assert.False(t, allows(role.Rules, "coordination.k8s.io", "leases", verb, ""), "cluster-wide operator only reads Leases (%s denied)", verb)
+	}
+	assertDynamoRules(t, role.Rules)
+	assert.Equal(t, []string{"dynamo-operator-certs"}, o.names("Role"), "the only namespaced Role is the certificate Secret's")
+}
+
+func TestRBACNamespaceRestricted(t *testing.T) {
+	cases := []struct {
+		name   string
+		values string
+		// clusterRole: automatic mode keeps a ClusterRole limited to the own webhook configurations.
+		clusterRole bool
+	}{
+		{name: "automatic", values: `{namespaceRestriction: {enabled: true}, crds: {install: false}}`, clusterRole: true},
+		{name: "cert-manager", values: `{namespaceRestriction: {enabled: true}, crds: {install: false}, webhook: {certManager: {enabled: true}}}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := render(t, "team-a", tc.values)
+
+			role := get[rbacv1.Role](t, o, "Role", "dynamo-operator")
+			assert.Equal(t, "team-a", role.Namespace)
+			for _, verb := range []string{"get", "create", "update", "patch", "delete"} {
+				assert.True(t, allows(role.Rules, "coordination.k8s.io", "leases", verb, "dynamo-operator-ns-lock"), "Role allows %s on its Lease", verb)
+			}
+			assertDynamoRules(t, role.Rules)
+			binding := get[rbacv1.RoleBinding](t, o, "RoleBinding", "dynamo-operator")
+			assert.Equal(t, "team-a", binding.Namespace)
+			assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "dynamo-operator"}, binding.RoleRef)
+			assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "dynamo-operator", Namespace: "team-a"}}, binding.Subjects)
+
+			if !tc.clusterRole {
+				assert.Empty(t, o.ofKind("ClusterRole"), "no cluster-scoped permissions at all")
+				assert.Empty(t, o.ofKind("ClusterRoleBinding"))
+				return
+			}
+			assert.Equal(t, []string{"dynamo-operator-team-a"}, o.names("ClusterRole"), "cluster-scoped names carry the namespace, like the webhook configurations")
+			clusterRole := get[rbacv1.ClusterRole](t, o, "ClusterRole", "dynamo-operator-team-a")
+			clusterBinding := get[rbacv1.ClusterRoleBinding](t, o, "ClusterRoleBinding", "dynamo-operator-team-a")
+			assert.Equal(t, "dynamo-operator-team-a", clusterBinding.RoleRef.Name)
+			require.Len(t, clusterRole.Rules, 2, "only the two webhook-configuration rules")
+			for _, rule := range clusterRole.Rules {
+				assert.Equal(t, []string{"admissionregistration.k8s.io"}, rule.APIGroups)
+				assert.NotEmpty(t, rule.ResourceNames, "rule %v is limited by resourceNames", rule)
+			}
+			assert.True(t, allows(clusterRole.Rules, "admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch", "dynamo-validating-team-a"))
+			assert.True(t, allows(clusterRole.Rules, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch", "dynamo-mutating-team-a"))
+			assert.False(t, allows(clusterRole.Rules, "admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch", "dynamo-validating"), "not the cluster-wide release's configuration")
+			for _, verb := range []string{"get", "list", "watch", "create"} {
+				assert.False(t, allows(clusterRole.Rules, "coordination.k8s.io", "leases", verb, ""), "no cluster-scoped lease permission (%s)", verb)
+			}
+		})
+	}
+}

@@ -1,0 +1,261 @@
+package install
+
+import (
+	"fmt"
+	"maps"
+	"time"
+)
+
+// Defaults of a Release, the names the chart's documentation uses.
+const (
+	DefaultReleaseName = "dynamo"
+	DefaultNamespace   = "dynamo-system"
+)
+
+// ConversionCRD is the CRD whose conversion webhook the chart points at the release's Service.
+const ConversionCRD = "dynamographdeploymentrequests.nvidia.com"
+
+// OperatorAppLabel is the app.kubernetes.io/name label of the chart's operator pods.
+const OperatorAppLabel = "dynamo-operator"
+
+// CertMode is how a release gets its webhook serving certificate: one of the chart's three
+// modes, or OLM, which is external mode with the certificate mounted under OLM's file names.
+type CertMode string
+
+// The certificate modes a Release can be installed in.
+const (
+	// Automatic: the operator generates, stores, rotates and injects its own CA and certificate.
+	Automatic CertMode = "automatic"
+	// CertManager: cert-manager issues the Secret (from the chart's own CA chain, or from the
+	// Release's IssuerRef) and its cainjector fills the caBundles.
+	CertManager CertMode = "cert-manager"
+	// External: Install creates the Secret (kubernetes.io/tls: tls.crt, tls.key, ca.crt) from the
+	// Release's ServingCertificate and passes its CA as webhook.caBundle.
+	External CertMode = "external"
+	// OLM: like External, but the Secret holds the pair under the file names OLM mounts
+	// (tls.cert, tls.key), so the operator finds the certificate the way it would under OLM.
+	OLM CertMode = "olm"
+)
+
+// IssuerRef names the cert-manager issuer that signs the serving certificate in CertManager mode.
+type IssuerRef struct {
+	// Kind is Issuer (in the release namespace) or ClusterIssuer.
+	Kind string
+	// Name of the issuer; empty means the chart's own self-signed CA chain.
+	Name string
+}
+
+// Release is one installation of charts/dynamo-operator: where it goes, its certificate mode and
+// any further chart values. Install fills in defaults; the names derived from it (Service,
+// Secret, webhook configurations, Deployment) are the chart's, so scenarios never hard-code them.
+type Release struct {
+	// Name is the Helm release name (default DefaultReleaseName).
+	Name string
+	// Namespace is the release namespace, where the operator runs (default DefaultNamespace).
+	Namespace string
+	// Mode selects the certificate mode (default Automatic).
+	Mode CertMode
+	// IssuerRef is used in CertManager mode; the zero value means the chart's own CA chain.
+	IssuerRef IssuerRef
+	// Serving is the certificate served in External and OLM mode. When nil, Install generates a
+	// CA and a certificate for the release's Service host and sets it here.
+	Serving *ServingCertificate
+	// Values are further chart values (as in a values file), merged over those the mode sets;
+	// for example {"webhook": {"failurePolicy": "Ignore"}}.
+	Values map[string]any
+}
+
+// withDefaults returns a copy with the defaults filled in.
+func (r Release) withDefaults() Release {
+	if r.Name == "" {
+		r.Name = DefaultReleaseName
+	}
+	if r.Namespace == "" {
+		r.Namespace = DefaultNamespace
+	}
+	if r.Mode == "" {
+		r.Mode = Automatic
+	}
+	return r
+}
+
+// ServiceName is the webhook Service: <release>-webhook-service.
+func (r *Release) ServiceName() string { return r.name() + "-webhook-service" }
+
+// ServiceHost is the name the API server dials the webhook by, and the SAN the serving
+// certificate must carry: <svc>.<ns>.svc.
+func (r *Release) ServiceHost() string { return r.ServiceName() + "." + r.namespace() + ".svc" }
+
+// DeploymentName is the operator Deployment: <release>-operator.
+func (r *Release) DeploymentName() string { return r.name() + "-operator" }
+
+// SecretName is the Secret holding the serving certificate (webhook.certificateSecret.name).
+func (r *Release) SecretName() string {
+	if name, ok := lookupString(r.Values, "webhook", "certificateSecret", "name"); ok && name != "" {
+		return name
+	}
+	return "webhook-server-cert"
+}
+
+// RestrictedNamespace is the namespace a namespace-restricted release serves, or "" for a
+// cluster-wide release.
+func (r *Release) RestrictedNamespace() string {
+	if enabled, _ := lookupBool(r.Values, "namespaceRestriction", "enabled"); !enabled {
+		return ""
+	}
+	if ns, ok := lookupString(r.Values, "namespaceRestriction", "namespace"); ok && ns != "" {
+		return ns
+	}
+	return r.namespace()
+}
+
+// ValidatingName is the release's ValidatingWebhookConfiguration: <release>-validating, or
+// <release>-validating-<namespace> for a namespace-restricted release.
+func (r *Release) ValidatingName() string { return r.configName("validating") }
+
+// MutatingName is the release's MutatingWebhookConfiguration (named like ValidatingName).
+func (r *Release) MutatingName() string { return r.configName("mutating") }
+
+func (r *Release) configName(kind string) string {
+	if ns := r.RestrictedNamespace(); ns != "" {
+		return r.name() + "-" + kind + "-" + ns
+	}
+	return r.name() + "-" + kind
+}
+
+// InstallsCRDs reports whether this release renders the Dynamo CRDs (crds.install).
+func (r *Release) InstallsCRDs() bool {
+	if v, ok := lookupBool(r.Values, "crds", "install"); ok {
+		return v
+	}
+	return true
+}
+
+// ServingCertificateName is the cert-manager Certificate of CertManager mode.
+func (r *Release) ServingCertificateName() string { return r.name() + "-serving-cert" }
+
+// WebhookNamespace is a namespace the release's webhooks are called for: its restricted
+// namespace, or else the release namespace.
+func (r *Release) WebhookNamespace() string {
+	if ns := r.RestrictedNamespace(); ns != "" {
+		return ns
+	}
+	return r.namespace()
+}
+
+// DefaultDGDRImage is the image the mutating webhook sets on DynamoGraphDeploymentRequests
+// that name none: dgdr.defaultImage when the release sets it, else the operator's documented
+// default for its version.
+func (r *Release) DefaultDGDRImage(operatorVersion string) string {
+	if img, ok := lookupString(r.Values, "dgdr", "defaultImage"); ok && img != "" {
+		return img
+	}
+	return "nvcr.io/nvidia/ai-dynamo/dynamo-frontend:" + operatorVersion
+}
+
+// CertificateValidity is the lifetime automatic mode gives the CA and the serving certificate:
+// webhook.certificateValidity.{ca,server}, by default 87600h (ten years) each, as documented.
+func (r *Release) CertificateValidity() (ca, server time.Duration, err error) {
+	parse := func(key string) (time.Duration, error) {
+		s, ok := lookupString(r.Values, "webhook", "certificateValidity", key)
+		if !ok || s == "" {
+			return 87600 * time.Hour, nil
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("%s: webhook.certificateValidity.%s=%q: %w", r, key, s, err)
+		}
+		return d, nil
+	}
+	if ca, err = parse("ca"); err != nil {
+		return 0, 0, err
+	}
+	server, err = parse("server")
+	return ca, server, err
+}
+
+func (r *Release) name() string      { return r.withDefaults().Name }
+func (r *Release) namespace() string { return r.withDefaults().Namespace }
+
+// String names the release the way errors and progress lines refer to it.
+func (r *Release) String() string {
+	d := r.withDefaults()
+	return fmt.Sprintf("release %s/%s (%s mode)", d.Namespace, d.Name, d.Mode)
+}
+
+// ChartValues are the values Install passes to Helm: the mode's settings with Values merged
+// over them. External and OLM mode need Serving set (Install does that).
+func (r *Release) ChartValues() (map[string]any, error) {
+	d := r.withDefaults()
+	mode := map[string]any{}
+	switch d.Mode {
+	case Automatic:
+	case CertManager:
+		cm := map[string]any{"enabled": true}
+		if d.IssuerRef.Name != "" {
+			kind := d.IssuerRef.Kind
+			if kind == "" {
+				kind = "Issuer"
+			}
+			cm["issuerRef"] = map[string]any{"kind": kind, "name": d.IssuerRef.Name}
+		}
+		mode["webhook"] = map[string]any{"certManager": cm}
+	case External, OLM:
+		if d.Serving == nil {
+			return nil, fmt.Errorf("%s: %s mode needs a serving certificate (Release.Serving)", r, d.Mode)
+		}
+		mode["webhook"] = map[string]any{
+			"certificateSecret": map[string]any{"external": true},
+			"caBundle":          d.Serving.CABundle(),
+		}
+	default:
+		return nil, fmt.Errorf("%s: unknown certificate mode %q (want %s, %s, %s or %s)", r, d.Mode, Automatic, CertManager, External, OLM)
+	}
+	return mergeValues(mode, d.Values), nil
+}
+
+// mergeValues returns base with over merged into it recursively; over wins on conflicts.
+func mergeValues(base, over map[string]any) map[string]any {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]any{}
+	}
+	for k, v := range over {
+		if vm, ok := v.(map[string]any); ok {
+			if bm, ok := out[k].(map[string]any); ok {
+				out[k] = mergeValues(bm, vm)
+				continue
+			}
+			out[k] = mergeValues(nil, vm)
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func lookup(values map[string]any, path ...string) (any, bool) {
+	var cur any = values
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[p]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func lookupString(values map[string]any, path ...string) (string, bool) {
+	v, ok := lookup(values, path...)
+	s, isString := v.(string)
+	return s, ok && isString
+}
+
+func lookupBool(values map[string]any, path ...string) (bool, bool) {
+	v, ok := lookup(values, path...)
+	b, isBool := v.(bool)
+	return b, ok && isBool
+}

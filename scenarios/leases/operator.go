@@ -1,0 +1,395 @@
+package leases
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
+)
+
+// operatorContainer is the chart's container name in the operator pod.
+const operatorContainer = "operator"
+
+// Log messages the scenarios read (operator/internal/webhook and namespacescope).
+const (
+	msgValidateCreate = "validate create"
+	msgDefault        = "default"
+	msgSkip           = "Skipping admission: a namespace-restricted operator's Lease is active in this namespace"
+	msgExcluded       = "namespace excluded: active lock Lease held by "
+	msgReincluded     = "namespace re-included: lock Lease "
+)
+
+// Results of the webhook log lines and of the result label of dynamo_webhook_requests_total.
+const (
+	resultAllowed = "allowed"
+	resultDenied  = "denied"
+	resultSkipped = "skipped"
+)
+
+// Metric names and webhook labels of the operator (operator/internal/metrics, webhook.go).
+const (
+	metricRequests        = "dynamo_webhook_requests_total"
+	metricLeaseHeld       = "dynamo_namespace_lease_held"
+	metricExcluded        = "dynamo_namespace_excluded"
+	webhookValidateDGD    = "validate-dynamographdeployment"
+	webhookMutateDGD      = "mutate-dynamographdeployment"
+	webhookMutateDGDR     = "mutate-dynamographdeploymentrequest"
+	operationCreate       = "CREATE"
+	labelWebhook          = "webhook"
+	labelOperation        = "operation"
+	labelResult           = "result"
+	labelNamespace        = "namespace"
+	metricsContainerPort  = "metrics"
+	defaultMetricsPortNum = 8080
+)
+
+// operator is one of the topology's two operators, as the scenarios observe it.
+type operator struct {
+	// role names it in messages: "operator A (cluster-wide, platform-system/dynamo)".
+	role string
+	rel  *install.Release
+}
+
+func (s *scenarios) opA() operator {
+	r := s.topo.ClusterWide
+	return operator{role: fmt.Sprintf("operator A (cluster-wide, release %s/%s)", r.Namespace, r.Name), rel: r}
+}
+
+func (s *scenarios) opB() operator {
+	r := s.topo.Restricted
+	return operator{role: fmt.Sprintf("operator B (restricted to %s, release %s/%s)", r.RestrictedNamespace(), r.Namespace, r.Name), rel: r}
+}
+
+func (o operator) String() string { return o.role }
+
+// runningPods are the operator's pods that run and are not being deleted.
+func (o operator) runningPods(ctx context.Context, c *suite.Cluster) ([]corev1.Pod, error) {
+	pods, err := install.OperatorPods(ctx, c.Kube(), o.rel)
+	if err != nil && !errors.Is(err, install.ErrNoPods) {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// metrics are the samples scraped from every running pod of an operator.
+type metrics []sample
+
+type sample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// scrape reads /metrics of every running pod through the API server's pod proxy
+// (GET /api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy/metrics), the way `kubectl get --raw`
+// would, so it works wherever the API server can reach pods.
+func (o operator) scrape(ctx context.Context, c *suite.Cluster) (metrics, error) {
+	pods, err := o.runningPods(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if len(pods) == 0 {
+		return nil, fmt.Errorf("scraping the metrics of %s: no running pod", o)
+	}
+	var out metrics
+	for _, p := range pods {
+		port := strconv.Itoa(metricsPort(&p))
+		raw, err := c.Kube().CoreV1().Pods(p.Namespace).ProxyGet("http", p.Name, port, "/metrics", nil).DoRaw(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("scraping /metrics of pod %s/%s (port %s) through the API server's pod proxy: %w", p.Namespace, p.Name, port, err)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("parsing /metrics of pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		for name, fam := range families {
+			for _, m := range fam.GetMetric() {
+				s := sample{name: name, labels: map[string]string{}}
+				for _, l := range m.GetLabel() {
+					s.labels[l.GetName()] = l.GetValue()
+				}
+				switch {
+				case m.GetCounter() != nil:
+					s.value = m.GetCounter().GetValue()
+				case m.GetGauge() != nil:
+					s.value = m.GetGauge().GetValue()
+				case m.GetUntyped() != nil:
+					s.value = m.GetUntyped().GetValue()
+				default:
+					continue
+				}
+				out = append(out, s)
+			}
+		}
+	}
+	return out, nil
+}
+
+// metricsPort is the pod's container port named "metrics" (the chart's 8080).
+func metricsPort(p *corev1.Pod) int {
+	for _, ct := range p.Spec.Containers {
+		for _, port := range ct.Ports {
+			if port.Name == metricsContainerPort {
+				return int(port.ContainerPort)
+			}
+		}
+	}
+	return defaultMetricsPortNum
+}
+
+// sum adds up the samples of name whose labels include match.
+func (m metrics) sum(name string, match map[string]string) float64 {
+	var total float64
+	for _, s := range m {
+		if s.name != name {
+			continue
+		}
+		ok := true
+		for k, v := range match {
+			if s.labels[k] != v {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			total += s.value
+		}
+	}
+	return total
+}
+
+// creates is dynamo_webhook_requests_total{webhook, operation="CREATE", result}.
+func (m metrics) creates(webhook, result string) float64 {
+	return m.sum(metricRequests, map[string]string{labelWebhook: webhook, labelOperation: operationCreate, labelResult: result})
+}
+
+// requestCounts describes a webhook's CREATE counters by result, for messages.
+func (m metrics) requestCounts(webhook string) string {
+	var parts []string
+	for _, r := range []string{resultAllowed, resultDenied, resultSkipped, "error"} {
+		parts = append(parts, fmt.Sprintf("%s=%g", r, m.creates(webhook, r)))
+	}
+	return fmt.Sprintf("%s{webhook=%q,operation=%q}: %s", metricRequests, webhook, operationCreate, strings.Join(parts, " "))
+}
+
+// logEntry is one JSON line of an operator's log (controller-runtime's zap encoder), reduced
+// to the fields the scenarios read.
+type logEntry struct {
+	Pod       string `json:"-"`
+	Msg       string `json:"msg"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Result    string `json:"result"`
+}
+
+func (e logEntry) String() string {
+	s := fmt.Sprintf("%s: %q %s %s/%s", e.Pod, e.Msg, e.Kind, e.Namespace, e.Name)
+	if e.Result != "" {
+		s += " result=" + e.Result
+	}
+	return s
+}
+
+// parseLog keeps the JSON lines of a log; other lines (a panic trace, klog output) are skipped.
+func parseLog(pod string, r io.Reader, add func(logEntry)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var e logEntry
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		e.Pod = pod
+		add(e)
+	}
+	return sc.Err()
+}
+
+// readLogs reads the logs of every current pod of the operator once.
+func (o operator) readLogs(ctx context.Context, c *suite.Cluster) ([]logEntry, error) {
+	pods, err := install.OperatorPods(ctx, c.Kube(), o.rel)
+	if err != nil {
+		return nil, err
+	}
+	var out []logEntry
+	for _, p := range pods {
+		rc, err := c.Kube().CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: operatorContainer}).Stream(ctx)
+		if err != nil {
+			if p.Status.Phase != corev1.PodRunning {
+				continue // not started yet, or gone: it has nothing to say about this request
+			}
+			return nil, fmt.Errorf("reading the log of %s pod %s/%s: %w", o, p.Namespace, p.Name, err)
+		}
+		err = parseLog(p.Name, rc, func(e logEntry) { out = append(out, e) })
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading the log of %s pod %s/%s: %w", o, p.Namespace, p.Name, err)
+		}
+	}
+	return out, nil
+}
+
+// admissionsOf are the `msg` lines (validate create, default) about object ns/name.
+func admissionsOf(entries []logEntry, msg, ns, name string) []logEntry {
+	var out []logEntry
+	for _, e := range entries {
+		if e.Msg == msg && e.Namespace == ns && e.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// results lists the result fields of entries, for messages.
+func results(entries []logEntry) []string {
+	out := make([]string, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, e.Result)
+	}
+	return out
+}
+
+// logFollower follows the logs of every pod an operator has while it runs, including pods
+// that start later and pods that are killed (their lines are kept), so that a failover's whole
+// story can be read afterwards.
+type logFollower struct {
+	op     operator
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	byPod   map[string][]logEntry
+	errs    map[string]string // pod → last stream error, for messages
+	started map[string]bool
+}
+
+// follow starts following o's logs until stop.
+func (o operator) follow(ctx context.Context, c *suite.Cluster) *logFollower {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f := &logFollower{op: o, cancel: cancel, byPod: map[string][]logEntry{}, errs: map[string]string{}, started: map[string]bool{}}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for {
+			if pods, err := install.OperatorPods(ctx, c.Kube(), o.rel); err == nil {
+				for _, p := range pods {
+					f.mu.Lock()
+					known := f.started[p.Name]
+					f.started[p.Name] = true
+					f.mu.Unlock()
+					if !known {
+						f.wg.Add(1)
+						go f.stream(ctx, c, p.Namespace, p.Name)
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	return f
+}
+
+// stream follows one pod's log; each (re)connection reads the log from its start, so the
+// pod's entries are replaced rather than appended twice.
+func (f *logFollower) stream(ctx context.Context, c *suite.Cluster, ns, pod string) {
+	defer f.wg.Done()
+	for ctx.Err() == nil {
+		rc, err := c.Kube().CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: operatorContainer, Follow: true}).Stream(ctx)
+		if err == nil {
+			f.mu.Lock()
+			f.byPod[pod] = nil
+			f.mu.Unlock()
+			err = parseLog(pod, rc, func(e logEntry) {
+				f.mu.Lock()
+				f.byPod[pod] = append(f.byPod[pod], e)
+				f.mu.Unlock()
+			})
+			rc.Close()
+		}
+		if err != nil {
+			f.mu.Lock()
+			f.errs[pod] = err.Error()
+			f.mu.Unlock()
+		}
+		if _, getErr := c.Kube().CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{}); apierrors.IsNotFound(getErr) {
+			return // the pod is gone and its log with it; what was read is kept
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// entries are every line read so far, pod by pod in the order the pods were first seen.
+func (f *logFollower) entries() []logEntry {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pods := make([]string, 0, len(f.byPod))
+	for p := range f.byPod {
+		pods = append(pods, p)
+	}
+	sort.Strings(pods)
+	var out []logEntry
+	for _, p := range pods {
+		out = append(out, f.byPod[p]...)
+	}
+	return out
+}
+
+// pods are the pods whose logs were read, with the last stream error of each, for messages.
+func (f *logFollower) pods() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var parts []string
+	for p := range f.started {
+		s := fmt.Sprintf("%s (%d lines)", p, len(f.byPod[p]))
+		if e := f.errs[p]; e != "" {
+			s += " last error: " + e
+		}
+		parts = append(parts, s)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+// stop ends every stream.
+func (f *logFollower) stop() {
+	f.cancel()
+	f.wg.Wait()
+}

@@ -1,0 +1,264 @@
+package leases
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
+	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
+)
+
+// processContainerPrefix is how the local provider's process node reports a container: it
+// runs each container as a host process (its own process group) and sets
+// containerID process://<pid> (scenarios/procnode/CONTRACT.md).
+const processContainerPrefix = "process://"
+
+// settled waits until the topology is in its steady state — B's Deployment Available with
+// one pod, B's pod holding a fresh Lease, and every pod of A excluding B's namespace — and
+// returns B's pod (the Lease holder).
+func (s *scenarios) settled(ctx context.Context, t *testing.T, c *suite.Cluster) string {
+	t.Helper()
+	a, b := s.opA(), s.opB()
+	ns := b.rel.RestrictedNamespace()
+	if err := install.WaitDeploymentAvailable(ctx, c.Kube(), b.rel.Namespace, b.rel.DeploymentName(), recoverTimeout); err != nil {
+		expect.Fatalf(t, "%s is not running: %v", b, err)
+	}
+	holder, err := install.WaitLeaseHeld(ctx, c.Kube(), b.rel, recoverTimeout)
+	if err != nil {
+		expect.Fatalf(t, "%s does not hold its Lease: %v", b, err)
+	}
+	expect.Eventually(ctx, t, fmt.Sprintf("every pod of %s to report namespace %s excluded (%s{namespace=%q} = 1)", a, ns, metricExcluded, ns), recoverTimeout,
+		func(ctx context.Context) (bool, string, error) {
+			pods, err := a.runningPods(ctx, c)
+			if err != nil || len(pods) == 0 {
+				return false, fmt.Sprintf("running pods: %d, %v", len(pods), err), nil
+			}
+			m, err := a.scrape(ctx, c)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			got := m.sum(metricExcluded, map[string]string{labelNamespace: ns})
+			return got == float64(len(pods)), fmt.Sprintf("%g of %d pods report it excluded", got, len(pods)), nil
+		})
+	return holder
+}
+
+// readLease returns B's Lease, or nil when there is none.
+func readLease(ctx context.Context, t *testing.T, c *suite.Cluster, ns string) *coordinationv1.Lease {
+	t.Helper()
+	lease, err := c.Kube().CoordinationV1().Leases(ns).Get(ctx, install.NamespaceLockLease, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	expect.NoError(t, err, "getting Lease %s/%s", ns, install.NamespaceLockLease)
+	return lease
+}
+
+func holderOf(l *coordinationv1.Lease) string {
+	if l == nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+func describeLease(l *coordinationv1.Lease) string {
+	if l == nil {
+		return "no Lease"
+	}
+	renew := "never"
+	if l.Spec.RenewTime != nil {
+		renew = l.Spec.RenewTime.Format(time.RFC3339Nano)
+	}
+	dur := "unset"
+	if l.Spec.LeaseDurationSeconds != nil {
+		dur = strconv.Itoa(int(*l.Spec.LeaseDurationSeconds)) + "s"
+	}
+	return fmt.Sprintf("Lease %s/%s (uid %s) held by %q, renewed %s, duration %s", l.Namespace, l.Name, l.UID, holderOf(l), renew, dur)
+}
+
+// onlyPod returns B's single running pod.
+func (s *scenarios) onlyPod(ctx context.Context, t *testing.T, c *suite.Cluster) corev1.Pod {
+	t.Helper()
+	b := s.opB()
+	pods, err := b.runningPods(ctx, c)
+	expect.NoError(t, err, "listing the pods of %s", b)
+	if len(pods) != 1 {
+		names := make([]string, 0, len(pods))
+		for _, p := range pods {
+			names = append(names, p.Name)
+		}
+		expect.Fatalf(t, "expected one running pod of %s, saw %d: %v", b, len(pods), names)
+	}
+	return pods[0]
+}
+
+// killB kills B's pod without letting it clean up, the way a node failure or the OOM killer
+// would, and keeps it from coming back: the container's process group is frozen (SIGSTOP, so
+// it can neither renew nor release its Lease from this instant, which is returned), the
+// Deployment is scaled to 0 so no replacement starts, and once the pod is being deleted the
+// process gets SIGKILL. The SIGTERM of the pod's deletion is never handled: a stopped process
+// only runs its handlers after SIGCONT, and SIGKILL comes first.
+func (s *scenarios) killB(ctx context.Context, t *testing.T, c *suite.Cluster) (killedAt time.Time, pod string) {
+	t.Helper()
+	b := s.opB()
+	p := s.onlyPod(ctx, t, c)
+	pid := hostPID(t, &p)
+	if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
+		expect.Fatalf(t, "freezing the process group %d of pod %s/%s (SIGSTOP): %v", pid, p.Namespace, p.Name, err)
+	}
+	killedAt = time.Now()
+	t.Logf("froze %s pod %s/%s (process group %d) at %s", b, p.Namespace, p.Name, pid, killedAt.Format(time.RFC3339Nano))
+	s.scaleB(ctx, t, c, 0)
+	expect.Eventually(ctx, t, fmt.Sprintf("pod %s/%s to be deleted after scaling %s to 0", p.Namespace, p.Name, b), observeTimeout,
+		func(ctx context.Context) (bool, string, error) {
+			got, err := c.Kube().CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, "", nil
+			}
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return got.DeletionTimestamp != nil, install.PodState(got), nil
+		})
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
+		expect.Fatalf(t, "killing the process group %d of pod %s/%s (SIGKILL): %v", pid, p.Namespace, p.Name, err)
+	}
+	s.waitPodGone(ctx, t, c, p)
+	return killedAt, p.Name
+}
+
+// hostPID is the host process of the pod's operator container. Only a runtime that runs
+// containers as host processes (the local provider's process node) reports one; elsewhere the
+// scenario cannot kill the process without cleanup and says so.
+func hostPID(t *testing.T, p *corev1.Pod) int {
+	t.Helper()
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != operatorContainer {
+			continue
+		}
+		id, ok := strings.CutPrefix(cs.ContainerID, processContainerPrefix)
+		if !ok {
+			expect.Fatalf(t, "cannot kill pod %s/%s without cleanup: its container %s runs under %q, not as a host process (%s<pid>); "+
+				"this cluster's provider must offer a way to SIGKILL a pod's process", p.Namespace, p.Name, cs.Name, cs.ContainerID, processContainerPrefix)
+		}
+		pid, err := strconv.Atoi(id)
+		if err != nil || pid <= 1 {
+			expect.Fatalf(t, "pod %s/%s container %s: containerID %q does not name a process", p.Namespace, p.Name, cs.Name, cs.ContainerID)
+		}
+		return pid
+	}
+	expect.Fatalf(t, "pod %s/%s has no status for container %s", p.Namespace, p.Name, operatorContainer)
+	return 0
+}
+
+// stopB stops B gracefully (`kubectl scale --replicas=0`: SIGTERM, the operator shuts down and
+// releases its Lease) and returns when the stop was asked for and the stopped pod.
+func (s *scenarios) stopB(ctx context.Context, t *testing.T, c *suite.Cluster) (stoppedAt time.Time, pod string) {
+	t.Helper()
+	p := s.onlyPod(ctx, t, c)
+	stoppedAt = time.Now()
+	s.scaleB(ctx, t, c, 0)
+	s.waitPodGone(ctx, t, c, p)
+	return stoppedAt, p.Name
+}
+
+// startB scales B back to one replica and waits for the steady state; it returns B's new pod.
+func (s *scenarios) startB(ctx context.Context, t *testing.T, c *suite.Cluster) string {
+	t.Helper()
+	s.scaleB(ctx, t, c, 1)
+	return s.settled(ctx, t, c)
+}
+
+// restoreB is a cleanup: whatever a scenario did to B, the next one finds it running.
+func (s *scenarios) restoreB(ctx context.Context, t *testing.T) {
+	c := suite.ClusterFrom(ctx, t)
+	b := s.opB()
+	d, err := c.Kube().AppsV1().Deployments(b.rel.Namespace).Get(ctx, b.rel.DeploymentName(), metav1.GetOptions{})
+	if err != nil {
+		t.Logf("restoring %s: %v", b, err)
+		return
+	}
+	if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
+		s.startB(ctx, t, c)
+	}
+}
+
+func (s *scenarios) scaleB(ctx context.Context, t *testing.T, c *suite.Cluster, replicas int) {
+	t.Helper()
+	b := s.opB()
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	_, err := c.Kube().AppsV1().Deployments(b.rel.Namespace).Patch(ctx, b.rel.DeploymentName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	expect.NoError(t, err, "scaling Deployment %s/%s to %d", b.rel.Namespace, b.rel.DeploymentName(), replicas)
+}
+
+func (s *scenarios) waitPodGone(ctx context.Context, t *testing.T, c *suite.Cluster, p corev1.Pod) {
+	t.Helper()
+	expect.Eventually(ctx, t, fmt.Sprintf("pod %s/%s to be gone", p.Namespace, p.Name), recoverTimeout,
+		func(ctx context.Context) (bool, string, error) {
+			got, err := c.Kube().CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				return true, "", nil
+			case err != nil:
+				return false, err.Error(), nil
+			case got.UID != p.UID:
+				return true, "", nil
+			}
+			return false, install.PodState(got), nil
+		})
+}
+
+// restarts are the restart counts of op's pods, by pod.
+func restarts(ctx context.Context, t *testing.T, c *suite.Cluster, op operator) map[string]int32 {
+	t.Helper()
+	pods, err := op.runningPods(ctx, c)
+	expect.NoError(t, err, "listing the pods of %s", op)
+	out := map[string]int32{}
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == operatorContainer {
+				out[p.Name] = cs.RestartCount
+			}
+		}
+	}
+	return out
+}
+
+// expectNoRestarts fails when a pod of op that ran before (restart counts in before) restarted
+// or vanished since: a measurement across an operator restart says nothing about the lease.
+func expectNoRestarts(ctx context.Context, t *testing.T, c *suite.Cluster, op operator, before map[string]int32) {
+	t.Helper()
+	pods, err := install.OperatorPods(ctx, c.Kube(), op.rel)
+	expect.NoError(t, err, "listing the pods of %s", op)
+	for name, n := range before {
+		i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == name })
+		if i < 0 {
+			expect.Errorf(t, "%s's pod %s disappeared during the measurement; the scenario did not stop it", op, name)
+			continue
+		}
+		for _, cs := range pods[i].Status.ContainerStatuses {
+			if cs.Name != operatorContainer || cs.RestartCount == n {
+				continue
+			}
+			last := "unknown"
+			if term := cs.LastTerminationState.Terminated; term != nil {
+				last = fmt.Sprintf("exit code %d (%s) at %s", term.ExitCode, term.Reason, term.FinishedAt.Format(time.RFC3339))
+			}
+			expect.Errorf(t, "%s's container in pod %s restarted during the measurement (restarts %d → %d, last termination: %s), which the scenario did not cause: the measurement is void",
+				op, name, n, cs.RestartCount, last)
+		}
+	}
+}

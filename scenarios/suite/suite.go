@@ -1,0 +1,488 @@
+// Package suite turns scenario features into an e2e suite: it picks the provider
+// (--provider / GAUNTLET_PROVIDER, default local), creates or reuses the cluster
+// (KEEP_CLUSTER=1), installs the suite's operator release, runs the features, records each
+// scenario (its ID is the feature's `scenario` label) in _output/e2e/<suite>/summary.json and
+// junit.xml, collects artifacts of failures under _output/e2e/<suite>/artifacts/, and prints
+// progress with elapsed times.
+//
+// Scenario packages stay provider-agnostic: a step gets the cluster under test with
+// ClusterFrom and the suite's release with ReleaseFrom, both from the context.
+package suite
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/types"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
+	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/report"
+)
+
+// Feature labels the suite reads.
+const (
+	// LabelScenario holds the catalog ID (SCENARIOS.md), e.g. C1. Every feature needs one.
+	LabelScenario = "scenario"
+	// LabelCertMode restricts a feature to suites whose release uses one of these certificate
+	// modes (install.CertMode values); features without it run in every suite.
+	LabelCertMode = "certmode"
+	// LabelSuite marks namespaces the suite created, so a kept cluster can be cleaned.
+	LabelSuite = "e2e.gauntlet.dev/suite"
+)
+
+// Timeouts of the suite's own steps.
+const (
+	releaseReadyTimeout = 3 * time.Minute
+	admissionWarnAfter  = 30 * time.Second
+	artifactsTimeout    = time.Minute
+)
+
+// Spec describes a suite: its name, what its cluster needs, the release installed before the
+// scenarios run, and the scenarios.
+type Spec struct {
+	// Name is the suite's directory under _output/e2e and part of its cluster's name.
+	Name string
+	// CertManager asks for a cluster with cert-manager.
+	CertManager bool
+	// Release is installed before any scenario and handed to them through ReleaseFrom; nil
+	// installs nothing (scenarios then install what they need).
+	Release *install.Release
+	// BeforeInstall runs after the cluster is up and before Release is installed, e.g. to
+	// create the Issuer a release's issuerRef names. It may change the release.
+	BeforeInstall func(ctx context.Context, c *Cluster, r *install.Release) error
+	// Features are the scenarios. Features labelled certmode=<mode> run only when Release is
+	// installed in one of those modes.
+	Features []types.Feature
+}
+
+// Suite runs one Spec. Create it with New, call Run from TestMain and Test from the suite's
+// only test function.
+type Suite struct {
+	spec     Spec
+	opts     options
+	progress *progress
+	env      types.Environment
+	cfg      *envconf.Config
+	recorder *report.Recorder
+
+	cluster  *Cluster
+	reused   bool
+	release  *install.Release
+	setupErr error
+
+	mu     sync.Mutex
+	failed []string // scenario IDs that failed
+}
+
+// New registers the suite's flags (--provider, --kubernetes-version, --keep-cluster,
+// --operator-version, --e2e-output, --cluster-name, besides e2e-framework's --labels & co.).
+// Call it once, before flags are parsed (from TestMain or a package variable).
+func New(spec Spec) *Suite {
+	s := &Suite{spec: spec, progress: newProgress(os.Stderr)}
+	s.opts.register(flag.CommandLine)
+	return s
+}
+
+// Run is the suite's TestMain body: os.Exit(s.Run(m)).
+func (s *Suite) Run(m *testing.M) int {
+	cfg, err := envconf.NewFromFlags()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "suite %s: %v\n", s.spec.Name, err)
+		return 2
+	}
+	s.cfg = cfg
+	if err := s.opts.complete(s.spec.Name); err != nil {
+		fmt.Fprintf(os.Stderr, "suite %s: %v\n", s.spec.Name, err)
+		return 2
+	}
+	if err := checkIDs(s.spec.Features); err != nil {
+		fmt.Fprintf(os.Stderr, "suite %s: %v\n", s.spec.Name, err)
+		return 2
+	}
+	s.env = env.NewWithConfig(cfg)
+	if f := flag.Lookup("test.list"); cfg.DryRunMode() || (f != nil && f.Value.String() != "") {
+		// `go test -list` and --dry-run only name the scenarios: no cluster, no report.
+		return m.Run()
+	}
+	// A report or artifact left from an earlier run must not be mistaken for this run's.
+	if err := os.RemoveAll(s.outputDir()); err != nil {
+		fmt.Fprintf(os.Stderr, "suite %s: removing the previous report: %v\n", s.spec.Name, err)
+		return 2
+	}
+	s.recorder = report.NewRecorder(s.spec.Name, s.opts.provider, s.opts.kubernetesVersion)
+	var ids []string
+	for _, f := range s.selected() {
+		if s.labelsSelect(f) {
+			ids = append(ids, scenarioID(f))
+		}
+	}
+	s.progress.printf("suite %s: provider %s, Kubernetes %s, operator %s; scenarios %s; reports in %s",
+		s.spec.Name, s.opts.provider, s.opts.kubernetesVersion, s.opts.operatorVersion, strings.Join(ids, " "), s.outputDir())
+
+	s.env.Setup(s.setupCluster, s.setupRelease)
+	code := s.env.Run(m)
+
+	if s.setupErr != nil {
+		s.reportSetupFailure()
+		code = 1
+	}
+	if len(s.failedIDs()) > 0 || s.setupErr != nil {
+		s.exportClusterLogs()
+	}
+	if err := s.recorder.WriteFiles(s.outputDir()); err != nil {
+		s.progress.printf("✗ writing the report: %v", err)
+		code = 1
+	}
+	s.printSummary()
+	if err := s.teardownCluster(); err != nil {
+		s.progress.printf("✗ %v", err)
+		code = 1
+	}
+	if code == 0 && s.recorder.Summary().Counts().Failed > 0 {
+		code = 1
+	}
+	return code
+}
+
+// Test runs the suite's scenarios; call it from the suite's only test function.
+func (s *Suite) Test(t *testing.T) {
+	t.Helper()
+	feats := s.selected()
+	wrapped := make([]types.Feature, len(feats))
+	for i, f := range feats {
+		wrapped[i] = &recordedFeature{inner: f, suite: s}
+	}
+	s.env.Test(t, wrapped...)
+}
+
+func (s *Suite) outputDir() string    { return filepath.Join(s.opts.output, s.spec.Name) }
+func (s *Suite) artifactsDir() string { return filepath.Join(s.outputDir(), "artifacts") }
+
+// suiteMode is the certificate mode scenarios are filtered by ("" without a release).
+func (s *Suite) suiteMode() string {
+	if s.spec.Release == nil {
+		return ""
+	}
+	m := s.spec.Release.Mode
+	if m == "" {
+		m = install.Automatic
+	}
+	return string(m)
+}
+
+// selected are the features for this suite's certificate mode.
+func (s *Suite) selected() []types.Feature {
+	var out []types.Feature
+	for _, f := range s.spec.Features {
+		modes := f.Labels()[LabelCertMode]
+		if len(modes) == 0 || slices.Contains(modes, s.suiteMode()) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func scenarioID(f types.Feature) string {
+	if ids := f.Labels()[LabelScenario]; len(ids) > 0 {
+		return ids[0]
+	}
+	return ""
+}
+
+// checkIDs rejects features without a scenario label and duplicate IDs before anything runs.
+func checkIDs(feats []types.Feature) error {
+	seen := map[string]bool{}
+	for _, f := range feats {
+		id := scenarioID(f)
+		if id == "" {
+			return fmt.Errorf("feature %q has no %s label: label it with its SCENARIOS.md ID", f.Name(), LabelScenario)
+		}
+		if seen[id] {
+			return fmt.Errorf("scenario %s appears twice in the suite", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+func (s *Suite) setupCluster(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	c, reused, err := startCluster(ctx, clusterRequest{opts: s.opts, certManager: s.spec.CertManager, progress: s.progress.writer()}, s.progress)
+	if err != nil {
+		s.setupErr = err
+		return ctx, err
+	}
+	s.cluster, s.reused = c, reused
+	s.recorder.SetKubernetesVersion(c.KubernetesVersion())
+	cfg.WithKubeconfigFile(c.KubeconfigPath())
+	if reused {
+		if err := s.progress.step("Cleaning the kept cluster (releases, Dynamo CRDs, suite namespaces)", func() error { return s.clean(ctx) }); err != nil {
+			s.setupErr = err
+			return ctx, err
+		}
+	}
+	ctx = context.WithValue(ctx, suiteKey{}, s)
+	return context.WithValue(ctx, clusterKey{}, c), nil
+}
+
+func (s *Suite) setupRelease(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	if s.spec.Release == nil {
+		return ctx, nil
+	}
+	r := *s.spec.Release
+	if s.spec.BeforeInstall != nil {
+		if err := s.progress.step("Preparing the release", func() error { return s.spec.BeforeInstall(ctx, s.cluster, &r) }); err != nil {
+			s.setupErr = err
+			return ctx, err
+		}
+	}
+	c := s.cluster
+	err := s.progress.step(fmt.Sprintf("Installing charts/dynamo-operator (%s mode)", s.suiteMode()), func() error {
+		if err := c.Installer().Install(ctx, &r); err != nil {
+			return err
+		}
+		return install.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), releaseReadyTimeout)
+	})
+	if err != nil {
+		s.setupErr = err
+		return ctx, err
+	}
+	// An operator that is Available but whose webhooks do not answer (say, a caBundle never
+	// injected) is exactly what the scenarios are there to explain, each in its own words; so
+	// this wait only warns.
+	if err := install.WaitAdmission(ctx, c.Dynamic(), &r, admissionWarnAfter); err != nil {
+		s.progress.printf("⚠ the operator is Available but its webhooks do not answer; the scenarios will show why: %v", err)
+	} else {
+		s.progress.printf("✓ the webhooks of %s answer through the API server", &r)
+	}
+	s.release = &r
+	return context.WithValue(ctx, releaseKey{}, &r), nil
+}
+
+// clean removes what an earlier run left on a kept cluster: the Dynamo CRDs and objects, every
+// release of the chart with its namespace, and the namespaces scenarios created.
+func (s *Suite) clean(ctx context.Context) error {
+	c := s.cluster
+	if err := install.DeleteDynamoCRDs(ctx, c.CRDs(), c.Dynamic(), 2*time.Minute); err != nil {
+		return err
+	}
+	rels, err := c.Installer().Releases(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rel := range rels {
+		r := &install.Release{Name: rel.Name, Namespace: rel.Namespace}
+		if err := c.Installer().Uninstall(ctx, r, install.UninstallOptions{Namespace: true}); err != nil {
+			return err
+		}
+	}
+	nss, err := c.Kube().CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: LabelSuite})
+	if err != nil {
+		return fmt.Errorf("listing namespaces labelled %s: %w", LabelSuite, err)
+	}
+	for _, ns := range nss.Items {
+		if err := install.DeleteNamespace(ctx, c.Kube(), ns.Name, 2*time.Minute); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reportSetupFailure records every scenario that would have run as failed, so a suite whose
+// cluster or release never came up cannot look green in the combined table.
+func (s *Suite) reportSetupFailure() {
+	for _, f := range s.selected() {
+		if !s.labelsSelect(f) {
+			continue
+		}
+		id := scenarioID(f)
+		_ = s.recorder.Start(id, f.Name())
+		_ = s.recorder.Finish(id, report.Failed, map[string]any{report.MessageKey: "suite setup failed, scenario not run: " + s.setupErr.Error()})
+	}
+	if s.cluster != nil {
+		dir := filepath.Join(s.artifactsDir(), "setup")
+		ctx, cancel := context.WithTimeout(context.Background(), artifactsTimeout)
+		defer cancel()
+		if err := collectArtifacts(ctx, s.cluster, dir); err != nil {
+			s.progress.printf("collecting setup artifacts: %v", err)
+		}
+		s.progress.printf("setup artifacts: %s", dir)
+	}
+}
+
+// labelsSelect applies e2e-framework's --feature, --labels and --skip-labels the way it does.
+func (s *Suite) labelsSelect(f types.Feature) bool {
+	if re := s.cfg.FeatureRegex(); re != nil && !re.MatchString(f.Name()) {
+		return false
+	}
+	if re := s.cfg.SkipFeatureRegex(); re != nil && re.MatchString(f.Name()) {
+		return false
+	}
+	labels := f.Labels()
+	matches := 0
+	for key, vals := range s.cfg.Labels() {
+		for _, v := range vals {
+			if labels.Contains(key, v) {
+				matches++
+			}
+		}
+	}
+	if matches != len(s.cfg.Labels()) {
+		return false
+	}
+	for key, vals := range s.cfg.SkipLabels() {
+		for _, v := range vals {
+			if labels.Contains(key, v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (s *Suite) exportClusterLogs() {
+	if s.cluster == nil {
+		return
+	}
+	dir := filepath.Join(s.artifactsDir(), "cluster")
+	ctx, cancel := context.WithTimeout(context.Background(), artifactsTimeout)
+	defer cancel()
+	if err := s.cluster.ExportLogs(ctx, dir); err != nil {
+		s.progress.printf("exporting the cluster's logs: %v", err)
+	}
+	s.progress.printf("cluster logs: %s", dir)
+}
+
+func (s *Suite) printSummary() {
+	sum := s.recorder.Summary()
+	var b strings.Builder
+	if err := report.RenderText(&b, []report.Summary{sum}); err == nil {
+		s.progress.printf("%s", b.String())
+	}
+	c := sum.Counts()
+	s.progress.printf("suite %s: %d passed, %d failed, %d skipped in %.1fs → %s/{%s,%s}",
+		s.spec.Name, c.Passed, c.Failed, c.Skipped, sum.Seconds, s.outputDir(), report.SummaryFile, report.JUnitFile)
+}
+
+func (s *Suite) teardownCluster() error {
+	if s.cluster == nil {
+		return nil
+	}
+	if s.opts.keepCluster {
+		s.progress.printf("keeping cluster %s (KEEP_CLUSTER=1): kubectl --kubeconfig %s get pods -A", s.cluster.Name(), s.cluster.KubeconfigPath())
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return s.progress.step("Deleting cluster "+s.cluster.Name(), func() error { return s.cluster.backend.destroy(ctx) })
+}
+
+func (s *Suite) markFailed(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failed = append(s.failed, id)
+}
+
+func (s *Suite) failedIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.failed)
+}
+
+type (
+	suiteKey   struct{}
+	clusterKey struct{}
+	releaseKey struct{}
+)
+
+// ClusterFrom returns the cluster under test; it stops the test if the context has none (the
+// step was not run by a suite).
+func ClusterFrom(ctx context.Context, t testing.TB) *Cluster {
+	t.Helper()
+	c, ok := ctx.Value(clusterKey{}).(*Cluster)
+	if !ok {
+		t.Fatal("no cluster in the context: run scenarios through a suite (suite.New(...).Test)")
+	}
+	return c
+}
+
+// ReleaseFrom returns the release the suite installed; it stops the test if there is none.
+func ReleaseFrom(ctx context.Context, t testing.TB) *install.Release {
+	t.Helper()
+	r, ok := ctx.Value(releaseKey{}).(*install.Release)
+	if !ok {
+		t.Fatal("no release in the context: this scenario needs a suite that installs the operator (Spec.Release)")
+	}
+	return r
+}
+
+// Note adds a measurement or count to the running scenario's details in summary.json.
+func Note(ctx context.Context, t testing.TB, key string, value any) {
+	t.Helper()
+	s, ok := ctx.Value(suiteKey{}).(*Suite)
+	if !ok {
+		t.Fatal("no suite in the context")
+	}
+	id := s.scenarioOf(t.Name())
+	if id == "" {
+		t.Fatalf("noting %s: test %s belongs to no running scenario", key, t.Name())
+	}
+	if err := s.recorder.Note(id, key, value); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var running sync.Map // feature test name → scenario ID
+
+func (s *Suite) scenarioOf(testName string) string {
+	var id string
+	running.Range(func(k, v any) bool {
+		name := k.(string)
+		if testName == name || strings.HasPrefix(testName, name+"/") {
+			id = v.(string)
+			return false
+		}
+		return true
+	})
+	return id
+}
+
+// Namespace creates a namespace for one scenario (prefix plus a random suffix), labelled so a
+// kept cluster's next run removes it, and deletes it when t ends.
+func Namespace(ctx context.Context, t testing.TB, prefix string) string {
+	t.Helper()
+	c := ClusterFrom(ctx, t)
+	s, _ := ctx.Value(suiteKey{}).(*Suite)
+	suiteName := "unknown"
+	if s != nil {
+		suiteName = s.spec.Name
+	}
+	name := prefix + "-" + rand.String(5)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelSuite: suiteName}}}
+	if _, err := c.Kube().CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		expect.Fatalf(t, "creating Namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		err := c.Kube().CoreV1().Namespaces().Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
+		if err != nil {
+			t.Logf("deleting Namespace %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+var idPrefix = regexp.MustCompile(`^[A-Z][0-9]+\b`)
