@@ -1,64 +1,152 @@
 package procnode
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
-	"sync"
+
+	"golang.org/x/sys/unix"
 )
+
+// HostMountpointRegistry is where every process node on the host records the mount targets
+// it created (see mountpoints).
+const HostMountpointRegistry = "/run/gauntlet-node/mountpoints"
 
 // mountpoints creates missing mount targets (and working dirs) on the host. Pod mount
 // namespaces share the host's filesystem, so a target has to exist there before a bind
-// mount can cover it; the node removes what it created once no pod needs it, leaving the
-// host as it found it.
+// mount can cover it; the nodes remove what they created once no pod needs it, leaving
+// the host as they found it.
+//
+// The bookkeeping is host-wide, not per node: removing a directory that is a mount point
+// in another mount namespace succeeds and silently detaches that mount (Linux ≥ 3.18). So
+// when two nodes (say, two test clusters at once) mount volumes at the same path, say
+// /tmp/k8s-webhook-server/serving-certs, the first node's cleanup would empty the path
+// under the other node's running pods. Every node therefore records in one registry
+// (dir/state.json, guarded by flock on dir/lock) which paths were created and who holds
+// each; a path is removed when its last live holder lets go. Holders are node processes,
+// so the registry also outlives a killed node: entries whose holders all died are removed
+// by the next node that touches the registry.
 type mountpoints struct {
-	mu   sync.Mutex
-	refs map[string]int // path the node created → users
-	// journal lists the created paths on disk, so a node that was killed can remove them
-	// on its next start (removeJournaled). Empty: no journal.
-	journal string
+	dir    string
+	holder string // this node: "<pid>:<start time>:<instance>"
 }
 
-func newMountpoints(journal string) *mountpoints {
-	return &mountpoints{refs: map[string]int{}, journal: journal}
-}
+// mountpointState is the registry: created path → holder → references.
+type mountpointState map[string]map[string]int
 
-// removeJournaled removes the paths a previous, killed node created (deepest first, and
-// only while empty) and clears the journal.
-func removeJournaled(journal string) {
-	raw, err := os.ReadFile(journal)
+func newMountpoints(registryDir, instance string) (*mountpoints, error) {
+	self, err := processKey(os.Getpid())
 	if err != nil {
-		return
+		return nil, fmt.Errorf("identifying this process for the mount target registry: %w", err)
 	}
-	paths := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	sort.Sort(sort.Reverse(sort.StringSlice(paths)))
-	for _, p := range paths {
-		if filepath.IsAbs(p) && p != "/" {
-			_ = os.Remove(p)
+	return &mountpoints{dir: registryDir, holder: self + ":" + instance}, nil
+}
+
+// processKey names a live process by pid and start time, so a reused pid is not mistaken
+// for the process that held a path.
+func processKey(pid int) (string, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", err
+	}
+	// Field 2 (comm) is parenthesised and may hold spaces; start time is field 22.
+	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+	fields := strings.Fields(rest)
+	if len(fields) < 20 {
+		return "", fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	return strconv.Itoa(pid) + ":" + fields[19], nil
+}
+
+// holderAlive reports whether the node process that recorded holder still runs.
+func holderAlive(holder string) bool {
+	parts := strings.SplitN(holder, ":", 3)
+	if len(parts) != 3 {
+		return false
+	}
+	pid, err := strconv.Atoi(parts[0])
+	if err != nil {
+		return false
+	}
+	key, err := processKey(pid)
+	return err == nil && key == parts[0]+":"+parts[1]
+}
+
+// update runs fn on the registry under the host-wide lock, then removes (deepest first,
+// and only while empty) every path left without a live holder.
+func (m *mountpoints) update(fn func(mountpointState) error) error {
+	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+		return fmt.Errorf("creating the mount target registry %s: %w", m.dir, err)
+	}
+	lock, err := os.OpenFile(filepath.Join(m.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening the mount target registry lock: %w", err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("locking the mount target registry %s: %w", m.dir, err)
+	}
+	defer func() { _ = unix.Flock(int(lock.Fd()), unix.LOCK_UN) }()
+
+	file := filepath.Join(m.dir, "state.json")
+	state := mountpointState{}
+	raw, err := os.ReadFile(file)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(raw, &state); err != nil {
+			return fmt.Errorf("reading the mount target registry %s: %w (delete it once no process node runs)", file, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("reading the mount target registry: %w", err)
+	}
+	fnErr := fn(state)
+
+	var orphans []string
+	for p, holders := range state {
+		for h, refs := range holders {
+			if refs <= 0 || (h != m.holder && !holderAlive(h)) {
+				delete(holders, h)
+			}
+		}
+		if len(holders) == 0 {
+			orphans = append(orphans, p)
 		}
 	}
-	_ = os.Remove(journal)
+	sort.Sort(sort.Reverse(sort.StringSlice(orphans)))
+	for _, p := range orphans {
+		// Only if empty: something else may have put files there meanwhile.
+		_ = os.Remove(p)
+		delete(state, p)
+	}
+	if err := writeFileAtomically(file, state); err != nil {
+		return errors.Join(fnErr, err)
+	}
+	return fnErr
 }
 
-func (m *mountpoints) writeJournalLocked() {
-	if m.journal == "" {
-		return
+func writeFileAtomically(file string, state mountpointState) error {
+	raw, err := json.MarshalIndent(state, "", "  ")
+	if err != nil {
+		return err
 	}
-	if len(m.refs) == 0 {
-		_ = os.Remove(m.journal)
-		return
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
+		return fmt.Errorf("writing the mount target registry: %w", err)
 	}
-	paths := make([]string, 0, len(m.refs))
-	for p := range m.refs {
-		paths = append(paths, p)
+	if err := os.Rename(tmp, file); err != nil {
+		return fmt.Errorf("writing the mount target registry: %w", err)
 	}
-	sort.Strings(paths)
-	tmp := m.journal + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strings.Join(paths, "\n")+"\n"), 0o644); err == nil {
-		_ = os.Rename(tmp, m.journal)
-	}
+	return nil
+}
+
+// removeOrphans removes the paths whose holders all died (a killed node's leftovers).
+func (m *mountpoints) removeOrphans() error {
+	return m.update(func(mountpointState) error { return nil })
 }
 
 // ensure makes path exist (as a file when file is set, else a directory) and returns the
@@ -68,9 +156,6 @@ func (m *mountpoints) ensure(path string, file bool) ([]string, error) {
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("mount path %q is not absolute", path)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-
 	// Walk from the top so every component we hold is recorded before its children.
 	var chain []string
 	for p := path; ; p = filepath.Dir(p) {
@@ -80,57 +165,60 @@ func (m *mountpoints) ensure(path string, file bool) ([]string, error) {
 		}
 	}
 	var held []string
-	for i, p := range chain {
-		if _, ok := m.refs[p]; ok {
-			m.refs[p]++
-			held = append(held, p)
-			continue
-		}
-		if _, err := os.Lstat(p); err == nil {
-			continue
-		} else if !os.IsNotExist(err) {
-			m.releaseLocked(held)
-			return nil, fmt.Errorf("checking mount path %s: %w", p, err)
-		}
-		var err error
-		if file && i == len(chain)-1 {
-			var f *os.File
-			if f, err = os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
-				err = f.Close()
+	err := m.update(func(state mountpointState) error {
+		hold := func(p string) {
+			if state[p] == nil {
+				state[p] = map[string]int{}
 			}
-		} else {
-			err = os.Mkdir(p, 0o755)
+			state[p][m.holder]++
+			held = append(held, p)
 		}
-		if err != nil {
-			m.releaseLocked(held)
-			return nil, fmt.Errorf("creating mount path %s: %w", p, err)
+		for i, p := range chain {
+			if _, ok := state[p]; ok {
+				hold(p)
+				continue
+			}
+			if _, err := os.Lstat(p); err == nil {
+				continue // there before any node: never ours to remove
+			} else if !os.IsNotExist(err) {
+				return fmt.Errorf("checking mount path %s: %w", p, err)
+			}
+			var err error
+			if file && i == len(chain)-1 {
+				var f *os.File
+				if f, err = os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
+					err = f.Close()
+				}
+			} else {
+				err = os.Mkdir(p, 0o755)
+			}
+			if err != nil {
+				return fmt.Errorf("creating mount path %s: %w", p, err)
+			}
+			hold(p)
 		}
-		m.refs[p] = 1
-		held = append(held, p)
+		return nil
+	})
+	if err != nil {
+		m.release(held)
+		return nil, err
 	}
-	m.writeJournalLocked()
 	return held, nil
 }
 
-// release drops the references ensure returned, removing paths nobody holds any more.
+// release drops the references ensure returned; paths nobody holds any more are removed.
 func (m *mountpoints) release(held []string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.releaseLocked(held)
-}
-
-func (m *mountpoints) releaseLocked(held []string) {
-	for i := len(held) - 1; i >= 0; i-- {
-		p := held[i]
-		m.refs[p]--
-		if m.refs[p] > 0 {
-			continue
-		}
-		delete(m.refs, p)
-		// Remove only if empty: something else may have put files there meanwhile.
-		_ = os.Remove(p)
+	if len(held) == 0 {
+		return
 	}
-	m.writeJournalLocked()
+	_ = m.update(func(state mountpointState) error {
+		for _, p := range held {
+			if holders := state[p]; holders != nil {
+				holders[m.holder]--
+			}
+		}
+		return nil
+	})
 }
 
 // releaseAll releases several holds.

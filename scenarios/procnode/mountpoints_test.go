@@ -6,68 +6,89 @@ import (
 	"testing"
 )
 
+func newTestMountpoints(t *testing.T, registry, instance string) *mountpoints {
+	t.Helper()
+	m, err := newMountpoints(registry, instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func mustEnsure(t *testing.T, m *mountpoints, path string, file bool) []string {
+	t.Helper()
+	held, err := m.ensure(path, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return held
+}
+
+func assertExists(t *testing.T, path string, want bool, why string) {
+	t.Helper()
+	_, err := os.Lstat(path)
+	if got := err == nil; got != want {
+		t.Fatalf("%s: exists = %v, want %v (%v)", why, got, want, err)
+	}
+}
+
 func TestMountpointsRemoveOnlyWhatTheyCreated(t *testing.T) {
 	root := t.TempDir()
 	existing := filepath.Join(root, "etc")
 	if err := os.Mkdir(existing, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	m := newMountpoints("")
-	a, err := m.ensure(filepath.Join(existing, "op", "certs"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := m.ensure(filepath.Join(existing, "op", "config.yaml"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newTestMountpoints(t, t.TempDir(), "node")
+	a := mustEnsure(t, m, filepath.Join(existing, "op", "certs"), false)
+	b := mustEnsure(t, m, filepath.Join(existing, "op", "config.yaml"), true)
 	if info, err := os.Stat(filepath.Join(existing, "op", "config.yaml")); err != nil || info.IsDir() {
 		t.Fatalf("file mount target not created as a file: %v", err)
 	}
 	m.release(a)
-	if _, err := os.Stat(filepath.Join(existing, "op", "certs")); !os.IsNotExist(err) {
-		t.Fatal("released mount dir still exists")
-	}
-	if _, err := os.Stat(filepath.Join(existing, "op")); err != nil {
-		t.Fatal("a parent still held by another mount was removed")
-	}
+	assertExists(t, filepath.Join(existing, "op", "certs"), false, "released mount dir")
+	assertExists(t, filepath.Join(existing, "op"), true, "parent still held by another mount")
 	m.release(b)
-	if _, err := os.Stat(filepath.Join(existing, "op")); !os.IsNotExist(err) {
-		t.Fatal("created parent not removed once nobody holds it")
-	}
-	if _, err := os.Stat(existing); err != nil {
-		t.Fatal("a pre-existing directory was removed")
-	}
+	assertExists(t, filepath.Join(existing, "op"), false, "created parent nobody holds")
+	assertExists(t, existing, true, "pre-existing directory")
 }
 
 func TestMountpointsKeepDirectoriesSomebodyFilled(t *testing.T) {
 	root := t.TempDir()
-	m := newMountpoints("")
-	held, err := m.ensure(filepath.Join(root, "work"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newTestMountpoints(t, t.TempDir(), "node")
+	held := mustEnsure(t, m, filepath.Join(root, "work"), false)
 	if err := os.WriteFile(filepath.Join(root, "work", "out.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m.release(held)
-	if _, err := os.Stat(filepath.Join(root, "work", "out.txt")); err != nil {
-		t.Fatal("a directory holding files was removed")
-	}
+	assertExists(t, filepath.Join(root, "work", "out.txt"), true, "file in a released directory")
 }
 
-func TestMountpointsJournalLetsTheNextRunCleanUp(t *testing.T) {
-	root := t.TempDir()
-	journal := filepath.Join(root, "mountpoints")
-	m := newMountpoints(journal)
-	if _, err := m.ensure(filepath.Join(root, "a", "b"), false); err != nil {
+// Two clusters on one host mount their operators' certificates at the same path. Removing
+// the path while the other node's pod has a volume mounted there would detach that mount,
+// so the path stays until the last node lets go.
+func TestMountpointsSharedByNodesStayUntilTheLastReleases(t *testing.T) {
+	root, registry := t.TempDir(), t.TempDir()
+	target := filepath.Join(root, "k8s-webhook-server", "serving-certs")
+	first := newTestMountpoints(t, registry, "cluster-a")
+	second := newTestMountpoints(t, registry, "cluster-b")
+	heldByFirst := mustEnsure(t, first, target, false)
+	heldBySecond := mustEnsure(t, second, target, false)
+	first.release(heldByFirst)
+	assertExists(t, target, true, "mount target the second node's pod still uses, after the first node released it")
+	second.release(heldBySecond)
+	assertExists(t, filepath.Join(root, "k8s-webhook-server"), false, "mount targets once both nodes released them")
+}
+
+func TestMountpointsOfAKilledNodeAreRemovedByTheNext(t *testing.T) {
+	root, registry := t.TempDir(), t.TempDir()
+	// A holder whose process is gone: pid beyond any pid_max.
+	killed := &mountpoints{dir: registry, holder: "2147483647:1:killed"}
+	mustEnsure(t, killed, filepath.Join(root, "a", "b"), false)
+	assertExists(t, filepath.Join(root, "a", "b"), true, "mount target while its node runs")
+
+	next := newTestMountpoints(t, registry, "next")
+	if err := next.removeOrphans(); err != nil {
 		t.Fatal(err)
 	}
-	// The node is killed here: nothing is released. The next start cleans up.
-	removeJournaled(journal)
-	for _, p := range []string{filepath.Join(root, "a"), journal} {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Errorf("%s survived the journal cleanup", p)
-		}
-	}
+	assertExists(t, filepath.Join(root, "a"), false, "a killed node's mount targets after the next node started")
 }

@@ -299,9 +299,15 @@ func (n *node) prepareStateDir() error {
 		return fmt.Errorf("writing pid file: %w", err)
 	}
 	n.removePodState()
-	journal := filepath.Join(n.cfg.StateDir, "mountpoints")
-	removeJournaled(journal)
-	n.mounts = newMountpoints(journal)
+	mounts, err := newMountpoints(HostMountpointRegistry, n.cfg.NodeName)
+	if err != nil {
+		return err
+	}
+	// A killed node's mount targets have no live holder any more.
+	if err := mounts.removeOrphans(); err != nil {
+		return err
+	}
+	n.mounts = mounts
 	return nil
 }
 
