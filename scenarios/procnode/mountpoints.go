@@ -13,9 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// HostMountpointRegistry is where every process node on the host records the mount targets
+// hostMountpointRegistry is where every process node on the host records the mount targets
 // it created (see mountpoints).
-const HostMountpointRegistry = "/run/gauntlet-node/mountpoints"
+const hostMountpointRegistry = "/run/gauntlet-node/mountpoints"
 
 // mountpoints creates missing mount targets (and working dirs) on the host. Pod mount
 // namespaces share the host's filesystem, so a target has to exist there before a bind
@@ -123,13 +123,13 @@ func (m *mountpoints) update(fn func(mountpointState) error) error {
 		_ = os.Remove(p)
 		delete(state, p)
 	}
-	if err := writeFileAtomically(file, state); err != nil {
+	if err := writeMountpointState(file, state); err != nil {
 		return errors.Join(fnErr, err)
 	}
 	return fnErr
 }
 
-func writeFileAtomically(file string, state mountpointState) error {
+func writeMountpointState(file string, state mountpointState) error {
 	raw, err := json.MarshalIndent(state, "", "  ")
 	if err != nil {
 		return err

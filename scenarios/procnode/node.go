@@ -299,7 +299,10 @@ func (n *node) prepareStateDir() error {
 		return fmt.Errorf("writing pid file: %w", err)
 	}
 	n.removePodState()
-	mounts, err := newMountpoints(HostMountpointRegistry, n.cfg.NodeName)
+	if n.cfg.Network != NetworkNetns {
+		return nil // no mount namespaces, so no mount targets (and maybe no root for the registry)
+	}
+	mounts, err := newMountpoints(hostMountpointRegistry, n.cfg.NodeName)
 	if err != nil {
 		return err
 	}
