@@ -24,7 +24,7 @@ const hostMountpointRegistry = "/run/gauntlet-node/mountpoints"
 //
 // The bookkeeping is host-wide, not per node: removing a directory that is a mount point
 // in another mount namespace succeeds and silently detaches that mount (Linux ≥ 3.18). So
-// when two nodes (say, two test clusters at once) mount volumes at the same path, say
+// when two nodes (two test clusters at once) mount volumes at the same path, such as
 // /tmp/k8s-webhook-server/serving-certs, the first node's cleanup would empty the path
 // under the other node's running pods. Every node therefore records in one registry
 // (dir/state.json, guarded by flock on dir/lock) which paths were created and who holds
