@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -24,7 +26,6 @@ import (
 	"github.com/gauntlet-dev/gauntlet/bench/report"
 	"github.com/gauntlet-dev/gauntlet/bench/result"
 	"github.com/gauntlet-dev/gauntlet/bench/testbed"
-	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 )
 
@@ -155,7 +156,7 @@ func Run(ctx context.Context, tb *testbed.Testbed, cfg Config, name string) (res
 		Provider:          tb.Provider,
 		Settings:          cfg.Settings(),
 	}
-	if root, err := local.WorkspaceRoot(); err == nil {
+	if root, err := workspace.Root(); err == nil {
 		if rev, err := result.GitRevision(ctx, root); err == nil {
 			res.GitRevision = rev
 		}

@@ -14,13 +14,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 )
 
@@ -67,7 +68,7 @@ func StartEnvtest(ctx context.Context, opts EnvtestOptions) (_ *Testbed, err err
 	}
 
 	start := time.Now()
-	operator, err := local.BuildOperator(ctx, OperatorVersion)
+	operator, err := workspace.BuildOperator(ctx, OperatorVersion)
 	if err != nil {
 		return nil, err
 	}

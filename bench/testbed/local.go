@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -52,7 +54,7 @@ func StartLocal(ctx context.Context, opts LocalOptions) (_ *Testbed, err error) 
 	}()
 
 	start := time.Now()
-	operator, err := local.BuildOperator(ctx, OperatorVersion)
+	operator, err := workspace.BuildOperator(ctx, OperatorVersion)
 	if err != nil {
 		return nil, err
 	}

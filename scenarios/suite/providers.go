@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
 )
 
@@ -69,7 +71,7 @@ func (o *options) complete(suite string) error {
 		}
 	}
 	if o.output == "" {
-		root, err := local.WorkspaceRoot()
+		root, err := workspace.Root()
 		if err != nil {
 			return fmt.Errorf("locating _output/e2e: %w (or pass --e2e-output)", err)
 		}
@@ -122,7 +124,7 @@ func startLocal(ctx context.Context, req clusterRequest, pr *progress) (*Cluster
 	o := req.opts
 	var operator string
 	if err := pr.step("Building dynamo-operator "+o.operatorVersion, func() (err error) {
-		operator, err = local.BuildOperator(ctx, o.operatorVersion)
+		operator, err = workspace.BuildOperator(ctx, o.operatorVersion)
 		return err
 	}); err != nil {
 		return nil, false, err

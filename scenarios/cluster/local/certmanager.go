@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+
 	"github.com/gauntlet-dev/gauntlet/scenarios/certmanager"
 )
 
 // startCertManager installs cert-manager's CRDs and starts gauntlet-cert-manager; its informers
 // sync while the node starts.
 func (p *Provider) startCertManager(ctx context.Context, cfg *Config, c *clusterClient, l layout) error {
-	root, err := WorkspaceRoot()
+	root, err := workspace.Root()
 	if err != nil {
 		return fmt.Errorf("locating cert-manager CRDs: %w", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/steps"
 )
 
 // Destroy stops cert-manager and the node agent (SIGTERM, so the agent removes its mounts,
@@ -26,28 +28,28 @@ func (p *Provider) destroy(ctx context.Context, out io.Writer) error {
 	if _, err := os.Stat(l.dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	pr := newProgress(out)
-	pr.printf("Deleting local cluster %q …\n", p.name)
+	pr := steps.New(out)
+	pr.Printf("Deleting local cluster %q …\n", p.name)
 	cfg, cfgErr := LoadConfig(l.config())
 	var errs []error
 	if cfgErr == nil {
 		if cfg.CertManager.Enabled {
-			errs = append(errs, pr.step("Stopping cert-manager", func() error {
+			errs = append(errs, pr.Step("Stopping cert-manager", func() error {
 				return certManagerDaemon(cfg, l).stop(ctx, 10*time.Second)
 			}))
 		}
 		if !cfg.Node.Disabled {
-			errs = append(errs, pr.step("Stopping node "+cfg.NodeName(), func() error {
+			errs = append(errs, pr.Step("Stopping node "+cfg.NodeName(), func() error {
 				return nodeDaemon(cfg, l).stop(ctx, 15*time.Second)
 			}))
 		}
 		if fileExists(l.kwokCluster()) {
-			errs = append(errs, pr.step("Deleting control plane", func() error {
+			errs = append(errs, pr.Step("Deleting control plane", func() error {
 				return newKwokctl(cfg, l).delete(ctx)
 			}))
 		}
 	}
-	errs = append(errs, pr.step("Removing state "+l.dir, func() error {
+	errs = append(errs, pr.Step("Removing state "+l.dir, func() error {
 		// Never RemoveAll through a mount: a bind mount left behind would have its source
 		// (possibly a host directory) emptied. Detach leftovers first and report them.
 		left := mountsUnder(l.dir)
@@ -66,7 +68,7 @@ func (p *Provider) destroy(ctx context.Context, out io.Writer) error {
 		return nil
 	}))
 	if cfgErr == nil {
-		errs = append(errs, pr.step("Checking nothing is left", func() error {
+		errs = append(errs, pr.Step("Checking nothing is left", func() error {
 			// A killed process is gone from ps before the kernel has closed all its sockets
 			// (threads exit one by one under load), so give the host a moment to settle.
 			var left []string

@@ -25,6 +25,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/e2e-framework/pkg/env"
@@ -60,7 +62,7 @@ func TestMain(m *testing.M) {
 
 func runSuite(m *testing.M) int {
 	ctx := context.Background()
-	built, err := local.BuildWorkspaceBinaries(ctx, testServerPackage)
+	built, err := workspace.Build(ctx, workspace.BinDir(), workspace.BuildOptions{}, testServerPackage)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

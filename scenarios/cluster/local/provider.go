@@ -22,6 +22,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/steps"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/e2e-framework/klient"
@@ -223,10 +226,10 @@ func (p *Provider) WaitForControlPlane(ctx context.Context, _ klient.Client) err
 
 // create runs the creation steps; on failure the partial cluster is deleted unless retained.
 func (p *Provider) create(ctx context.Context, cfg *Config) (kubeconfig string, err error) {
-	pr := newProgress(p.out)
+	pr := steps.New(p.out)
 	l := newLayout(p.name)
 	started := time.Now()
-	pr.printf("Creating local cluster %q …\n", p.name)
+	pr.Printf("Creating local cluster %q …\n", p.name)
 	var (
 		images map[string]string
 		client *clusterClient
@@ -238,23 +241,23 @@ func (p *Provider) create(ctx context.Context, cfg *Config) (kubeconfig string, 
 		}
 	}()
 
-	if err := pr.step("Checking configuration", func() error { return p.complete(cfg, l) }); err != nil {
+	if err := pr.Step("Checking configuration", func() error { return p.complete(cfg, l) }); err != nil {
 		return "", err
 	}
 	owned = true
-	if err := pr.step("Preparing binaries", func() (err error) {
+	if err := pr.Step("Preparing binaries", func() (err error) {
 		images, err = resolveBinaries(ctx, cfg)
 		return err
 	}); err != nil {
 		return "", err
 	}
 	cpStart := time.Now()
-	if err := pr.step("Starting control plane (etcd, apiserver, controllers)", func() error {
+	if err := pr.Step("Starting control plane (etcd, apiserver, controllers)", func() error {
 		return p.startControlPlane(ctx, cfg, l)
 	}); err != nil {
 		return "", err
 	}
-	if err := pr.step("Waiting for kube-apiserver /readyz", func() error {
+	if err := pr.Step("Waiting for kube-apiserver /readyz", func() error {
 		rc, err := clientcmd.BuildConfigFromFlags("", l.kubeconfig())
 		if err != nil {
 			return fmt.Errorf("loading kubeconfig %s: %w", l.kubeconfig(), err)
@@ -267,7 +270,7 @@ func (p *Provider) create(ctx context.Context, cfg *Config) (kubeconfig string, 
 		return "", err
 	}
 	if cfg.CertManager.Enabled {
-		if err := pr.step("Installing cert-manager CRDs, starting cert-manager", func() error {
+		if err := pr.Step("Installing cert-manager CRDs, starting cert-manager", func() error {
 			return p.startCertManager(ctx, cfg, client, l)
 		}); err != nil {
 			return "", err
@@ -275,7 +278,7 @@ func (p *Provider) create(ctx context.Context, cfg *Config) (kubeconfig string, 
 	}
 	if !cfg.Node.Disabled {
 		node := nodeDaemon(cfg, l)
-		if err := pr.step("Starting node "+cfg.NodeName(), func() error {
+		if err := pr.Step("Starting node "+cfg.NodeName(), func() error {
 			if err := writeImages(l.images(), images); err != nil {
 				return err
 			}
@@ -288,19 +291,19 @@ func (p *Provider) create(ctx context.Context, cfg *Config) (kubeconfig string, 
 		}
 	}
 	if cfg.CertManager.Enabled {
-		if err := pr.step("Waiting for cert-manager (a probe Issuer is Ready)", func() error {
+		if err := pr.Step("Waiting for cert-manager (a probe Issuer is Ready)", func() error {
 			return p.waitCertManager(ctx, cfg, client, l)
 		}); err != nil {
 			return "", err
 		}
 	}
-	if err := pr.step("Waiting for ServiceAccount default/default", func() error {
+	if err := pr.Step("Waiting for ServiceAccount default/default", func() error {
 		return client.waitDefaultServiceAccount(ctx, 30*time.Second)
 	}); err != nil {
 		return "", err
 	}
 	p.readyIn = time.Since(cpStart)
-	pr.printf("Cluster %q is ready: %.1fs from starting the control plane (%.1fs in all)\n",
+	pr.Printf("Cluster %q is ready: %.1fs from starting the control plane (%.1fs in all)\n",
 		p.name, p.readyIn.Seconds(), time.Since(started).Seconds())
 	return l.kubeconfig(), nil
 }
@@ -331,7 +334,7 @@ func (p *Provider) complete(cfg *Config, l layout) error {
 	}
 	// Derive and reserve under a lock: clusters created at the same time by parallel test
 	// binaries must see each other's ports and ranges.
-	unlock, err := lockFile(filepath.Join(StateRoot(), ".lock"))
+	unlock, err := workspace.Lock(filepath.Join(StateRoot(), ".lock"))
 	if err != nil {
 		return err
 	}

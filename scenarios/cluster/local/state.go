@@ -5,22 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-)
 
-// cacheDir is gauntlet's cache root, the same one hack/control-plane.sh writes to.
-func cacheDir() string {
-	if d := os.Getenv("GAUNTLET_CACHE"); d != "" {
-		return d
-	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "gauntlet")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(os.TempDir(), "gauntlet-cache")
-	}
-	return filepath.Join(home, ".cache", "gauntlet")
-}
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+)
 
 // StateRoot is the directory holding one subdirectory per local cluster:
 // $GAUNTLET_STATE, else <cache>/clusters.
@@ -28,7 +15,7 @@ func StateRoot() string {
 	if d := os.Getenv("GAUNTLET_STATE"); d != "" {
 		return d
 	}
-	return filepath.Join(cacheDir(), "clusters")
+	return filepath.Join(workspace.CacheDir(), "clusters")
 }
 
 // layout names every file of one cluster's state directory.

@@ -1,0 +1,155 @@
+// Package workspace locates the gauntlet workspace and its cache, and builds the workspace's
+// programs: what every cluster provider needs before it can run the operator under test.
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+)
+
+// Packages of the workspace that providers build; paths are relative to the workspace root.
+const (
+	OperatorPackage    = "./operator/cmd/dynamo-operator"
+	CertManagerPackage = "./scenarios/cmd/gauntlet-cert-manager"
+	NodePackage        = "./scenarios/cmd/gauntlet-node"
+)
+
+// operatorVersionVar is the variable -ldflags -X stamps the operator's version into.
+const operatorVersionVar = "github.com/gauntlet-dev/gauntlet/operator/internal/version.Version"
+
+// Root finds the gauntlet workspace: $GAUNTLET_ROOT, else the nearest directory above the
+// working directory with a go.work and a scenarios module.
+func Root() (string, error) {
+	if d := os.Getenv("GAUNTLET_ROOT"); d != "" {
+		return d, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if exists(filepath.Join(dir, "go.work")) && exists(filepath.Join(dir, "scenarios", "go.mod")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("gauntlet workspace not found above the working directory; set GAUNTLET_ROOT")
+		}
+		dir = parent
+	}
+}
+
+// CacheDir is gauntlet's cache root, the same one the hack/ scripts write to:
+// $GAUNTLET_CACHE, else $XDG_CACHE_HOME/gauntlet, else ~/.cache/gauntlet.
+func CacheDir() string {
+	if d := os.Getenv("GAUNTLET_CACHE"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "gauntlet")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "gauntlet-cache")
+	}
+	return filepath.Join(home, ".cache", "gauntlet")
+}
+
+// BinDir is where workspace binaries are built: <cache>/bin.
+func BinDir() string { return filepath.Join(CacheDir(), "bin") }
+
+// BuildOptions change how Build compiles.
+type BuildOptions struct {
+	// OperatorVersion, when set, is stamped into the operator (-ldflags -X).
+	OperatorVersion string
+	// Static builds without cgo and strips paths, for images built FROM scratch.
+	Static bool
+}
+
+// Build builds main packages of the workspace (paths relative to its root, e.g.
+// "./scenarios/cmd/gauntlet-node") into outDir and returns their paths by package. go build is
+// incremental, so an up-to-date binary costs a cache check only. A file lock keeps parallel
+// test binaries from writing the same executable at once.
+func Build(ctx context.Context, outDir string, o BuildOptions, pkgs ...string) (map[string]string, error) {
+	root, err := Root()
+	if err != nil {
+		return nil, err
+	}
+	if o.OperatorVersion != "" && !versionPattern.MatchString(o.OperatorVersion) {
+		return nil, fmt.Errorf("building dynamo-operator: version %q must match %s", o.OperatorVersion, versionPattern)
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := Lock(filepath.Join(BinDir(), ".build.lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	args := []string{"build"}
+	if o.OperatorVersion != "" {
+		args = append(args, "-ldflags", "-X "+operatorVersionVar+"="+o.OperatorVersion)
+	}
+	if o.Static {
+		args = append(args, "-trimpath")
+	}
+	args = append(args, "-o", outDir+string(filepath.Separator))
+	out := map[string]string{}
+	for _, p := range pkgs {
+		args = append(args, p)
+		out[p] = filepath.Join(outDir, filepath.Base(p))
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	if o.Static {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build %s: %w\n%s", strings.Join(pkgs, " "), err, msg)
+	}
+	return out, nil
+}
+
+// BuildOperator builds dynamo-operator with version stamped in (the mutating webhook records it
+// on DynamoGraphDeployments) and returns its path, BinDir()/dynamo-operator-<version>/dynamo-operator:
+// one directory per version, so clusters running different versions never replace each other's
+// executable.
+func BuildOperator(ctx context.Context, version string) (string, error) {
+	built, err := Build(ctx, filepath.Join(BinDir(), "dynamo-operator-"+version), BuildOptions{OperatorVersion: version}, OperatorPackage)
+	if err != nil {
+		return "", err
+	}
+	return built[OperatorPackage], nil
+}
+
+var versionPattern = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z.+_-]*$`)
+
+// Lock takes an exclusive lock on path (created if missing) shared by every gauntlet process
+// on the machine; the returned func releases it.
+func Lock(path string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil // closing the descriptor releases the lock
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
