@@ -16,6 +16,7 @@ require (
 )
 
 require (
+	al.essio.dev/pkg/shellescape v1.5.1 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect
 	github.com/Azure/go-ntlmssp v0.1.1 // indirect
 	github.com/go-asn1-ber/asn1-ber v1.5.8-0.20250403174932-29230038a667 // indirect
@@ -23,7 +24,9 @@ require (
 	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/pavlo-v-chernykh/keystore-go/v4 v4.5.0 // indirect
+	github.com/pelletier/go-toml v1.9.5 // indirect
 	github.com/vladimirvivien/gexe v0.5.0 // indirect
+	sigs.k8s.io/kind v0.33.0 // indirect
 	software.sslmate.com/src/go-pkcs12 v0.7.2 // indirect
 )
 

@@ -13,6 +13,9 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/conversion"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
+
+	// Every cluster provider, chosen with --provider (PROVIDER).
+	_ "github.com/gauntlet-dev/gauntlet/scenarios/cluster/providers"
 )
 
 var autocert = suite.New(suite.Spec{

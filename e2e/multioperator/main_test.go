@@ -18,6 +18,9 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/leases"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
+
+	// Every cluster provider, chosen with --provider (PROVIDER).
+	_ "github.com/gauntlet-dev/gauntlet/scenarios/cluster/providers"
 )
 
 // shortTimings make a killed restricted operator's namespace fail over within 8 s, so the

@@ -12,6 +12,9 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
+
+	// Every cluster provider, chosen with --provider (PROVIDER).
+	_ "github.com/gauntlet-dev/gauntlet/scenarios/cluster/providers"
 	"github.com/gauntlet-dev/gauntlet/scenarios/troubleshooting"
 )
 

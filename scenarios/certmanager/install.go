@@ -179,3 +179,16 @@ func WaitReady(ctx context.Context, cfg *rest.Config, namespace string, timeout 
 	}
 	return nil
 }
+
+// DeleteProbe deletes the probe Issuer WaitReady created in namespace.
+func DeleteProbe(ctx context.Context, cfg *rest.Config, namespace string) error {
+	cm, err := cmclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	err = cm.CertmanagerV1().Issuers(namespace).Delete(ctx, ProbeIssuer, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Issuer %s/%s: %w", namespace, ProbeIssuer, err)
+	}
+	return nil
+}

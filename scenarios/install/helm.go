@@ -36,6 +36,7 @@ type Installer struct {
 	dynamic    dynamic.Interface
 	crds       apiextensionsclient.Interface
 	chart      *chart.Chart
+	values     map[string]any
 	logf       func(format string, args ...any)
 }
 
@@ -50,6 +51,13 @@ func WithLogf(logf func(format string, args ...any)) InstallerOption {
 // WithChart installs ch instead of the workspace's charts/dynamo-operator.
 func WithChart(ch *chart.Chart) InstallerOption {
 	return func(i *Installer) { i.chart = ch }
+}
+
+// WithValues sets chart values under every release's own (a release's values win): what a
+// cluster needs so that the chart runs the operator under test there, e.g. an image an existing
+// cluster can pull. Nil changes nothing.
+func WithValues(values map[string]any) InstallerOption {
+	return func(i *Installer) { i.values = values }
 }
 
 // NewInstaller returns an Installer for the cluster kubeconfig points at.
@@ -116,6 +124,7 @@ func (i *Installer) Install(ctx context.Context, r *Release) error {
 	if err != nil {
 		return err
 	}
+	vals = mergeValues(i.values, vals)
 	cfg, err := i.helm(r.Namespace)
 	if err != nil {
 		return err
@@ -146,6 +155,7 @@ func (i *Installer) Upgrade(ctx context.Context, r *Release) error {
 	if err != nil {
 		return err
 	}
+	vals = mergeValues(i.values, vals)
 	cfg, err := i.helm(r.Namespace)
 	if err != nil {
 		return err
@@ -385,4 +395,36 @@ func namespaceState(ns *corev1.Namespace) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// SuiteNamespaceLabel marks the namespaces a suite created, so that what a suite leaves on a
+// kept or existing cluster can be found and removed.
+const SuiteNamespaceLabel = "e2e.gauntlet.dev/suite"
+
+// RemoveAll removes what suites install on a cluster: every Dynamo object and CRD, every
+// release of the chart (with its namespace) and the namespaces matching namespaceSelector.
+func (i *Installer) RemoveAll(ctx context.Context, namespaceSelector string) error {
+	if err := DeleteDynamoCRDs(ctx, i.crds, i.dynamic, 2*time.Minute); err != nil {
+		return err
+	}
+	rels, err := i.Releases(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rel := range rels {
+		r := &Release{Name: rel.Name, Namespace: rel.Namespace}
+		if err := i.Uninstall(ctx, r, UninstallOptions{Namespace: true}); err != nil {
+			return err
+		}
+	}
+	nss, err := i.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: namespaceSelector})
+	if err != nil {
+		return fmt.Errorf("listing namespaces labelled %s: %w", namespaceSelector, err)
+	}
+	for _, ns := range nss.Items {
+		if err := DeleteNamespace(ctx, i.kube, ns.Name, 2*time.Minute); err != nil {
+			return err
+		}
+	}
+	return nil
 }

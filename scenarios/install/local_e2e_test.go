@@ -23,6 +23,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
 
 // The end-to-end proof of the local provider and the chart together (issue 3): `helm install`
@@ -74,7 +75,7 @@ func localCluster(t *testing.T) string {
 	}
 	shared.once.Do(func() {
 		ctx := context.Background()
-		operator, err := local.BuildOperator(ctx, stampedVersion)
+		operator, err := workspace.BuildOperator(ctx, stampedVersion)
 		if err != nil {
 			shared.err = err
 			return

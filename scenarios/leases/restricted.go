@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,11 +20,6 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
-
-// processContainerPrefix is how the local provider's process node reports a container: it
-// runs each container as a host process (its own process group) and sets
-// containerID process://<pid> (scenarios/procnode/CONTRACT.md).
-const processContainerPrefix = "process://"
 
 // settled waits until the topology is in its steady state — B's Deployment Available with
 // one pod, B's pod holding a fresh Lease, and every pod of A excluding B's namespace — and
@@ -106,21 +101,20 @@ func (s *scenarios) onlyPod(ctx context.Context, t *testing.T, c *suite.Cluster)
 }
 
 // killB kills B's pod without letting it clean up, the way a node failure or the OOM killer
-// would, and keeps it from coming back: the container's process group is frozen (SIGSTOP, so
-// it can neither renew nor release its Lease from this instant, which is returned), the
-// Deployment is scaled to 0 so no replacement starts, and once the pod is being deleted the
-// process gets SIGKILL. The SIGTERM of the pod's deletion is never handled: a stopped process
-// only runs its handlers after SIGCONT, and SIGKILL comes first.
+// would, and keeps it from coming back: the operator container is frozen (so it can neither
+// renew nor release its Lease from this instant, which is returned), the Deployment is scaled
+// to 0 so no replacement starts, and once the pod is being deleted the container is killed
+// (SIGKILL). The SIGTERM of the pod's deletion is never handled: a frozen process runs no
+// handler, and the kill comes first. How a container is frozen and killed is the provider's.
 func (s *scenarios) killB(ctx context.Context, t *testing.T, c *suite.Cluster) (killedAt time.Time, pod string) {
 	t.Helper()
 	b := s.opB()
 	p := s.onlyPod(ctx, t, c)
-	pid := hostPID(t, &p)
-	if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
-		expect.Fatalf(t, "freezing the process group %d of pod %s/%s (SIGSTOP): %v", pid, p.Namespace, p.Name, err)
+	if err := c.Container(ctx, &p, operatorContainer, cluster.Freeze); err != nil {
+		expect.Fatalf(t, "freezing %s pod %s/%s: %v", b, p.Namespace, p.Name, err)
 	}
 	killedAt = time.Now()
-	t.Logf("froze %s pod %s/%s (process group %d) at %s", b, p.Namespace, p.Name, pid, killedAt.Format(time.RFC3339Nano))
+	t.Logf("froze %s pod %s/%s at %s", b, p.Namespace, p.Name, killedAt.Format(time.RFC3339Nano))
 	s.scaleB(ctx, t, c, 0)
 	expect.Eventually(ctx, t, fmt.Sprintf("pod %s/%s to be deleted after scaling %s to 0", p.Namespace, p.Name, b), observeTimeout,
 		func(ctx context.Context) (bool, string, error) {
@@ -133,35 +127,11 @@ func (s *scenarios) killB(ctx context.Context, t *testing.T, c *suite.Cluster) (
 			}
 			return got.DeletionTimestamp != nil, install.PodState(got), nil
 		})
-	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
-		expect.Fatalf(t, "killing the process group %d of pod %s/%s (SIGKILL): %v", pid, p.Namespace, p.Name, err)
+	if err := c.Container(ctx, &p, operatorContainer, cluster.Kill); err != nil {
+		expect.Fatalf(t, "killing %s pod %s/%s: %v", b, p.Namespace, p.Name, err)
 	}
 	s.waitPodGone(ctx, t, c, p)
 	return killedAt, p.Name
-}
-
-// hostPID is the host process of the pod's operator container. Only a runtime that runs
-// containers as host processes (the local provider's process node) reports one; elsewhere the
-// scenario cannot kill the process without cleanup and says so.
-func hostPID(t *testing.T, p *corev1.Pod) int {
-	t.Helper()
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name != operatorContainer {
-			continue
-		}
-		id, ok := strings.CutPrefix(cs.ContainerID, processContainerPrefix)
-		if !ok {
-			expect.Fatalf(t, "cannot kill pod %s/%s without cleanup: its container %s runs under %q, not as a host process (%s<pid>); "+
-				"this cluster's provider must offer a way to SIGKILL a pod's process", p.Namespace, p.Name, cs.Name, cs.ContainerID, processContainerPrefix)
-		}
-		pid, err := strconv.Atoi(id)
-		if err != nil || pid <= 1 {
-			expect.Fatalf(t, "pod %s/%s container %s: containerID %q does not name a process", p.Namespace, p.Name, cs.Name, cs.ContainerID)
-		}
-		return pid
-	}
-	expect.Fatalf(t, "pod %s/%s has no status for container %s", p.Namespace, p.Name, operatorContainer)
-	return 0
 }
 
 // stopB stops B gracefully (`kubectl scale --replicas=0`: SIGTERM, the operator shuts down and

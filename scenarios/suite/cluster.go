@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
+	corev1 "k8s.io/api/core/v1"
+
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -35,29 +38,18 @@ type Cluster struct {
 	kubernetesVersion    string
 	operatorVersion      string
 	certManagerNamespace string
-	backend              backend
-}
-
-// backend is what only the provider knows about a cluster it made.
-type backend interface {
-	// exportLogs copies every log the provider keeps (control plane, nodes, pods, processes
-	// outside the cluster such as local cert-manager) into dir.
-	exportLogs(ctx context.Context, dir string) error
-	// dialService opens a TCP connection to a Service's ClusterIP:port the way the API server
-	// does, or says why this provider cannot.
-	dialService(ctx context.Context, clusterIP string, port int32) (net.Conn, error)
-	// destroy deletes the cluster and checks nothing is left.
-	destroy(ctx context.Context) error
+	operatorValues       map[string]any
+	backend              cluster.Backend
 }
 
 // newCluster connects to the cluster kubeconfig points at.
-func newCluster(name, provider, kubeconfig, operatorVersion, certManagerNamespace string, b backend, logf func(string, ...any)) (*Cluster, error) {
-	cfg, err := install.RESTConfig(kubeconfig)
+func newCluster(name, provider, operatorVersion string, h *cluster.Handle, logf func(string, ...any)) (*Cluster, error) {
+	cfg, err := install.RESTConfig(h.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
-	c := &Cluster{name: name, provider: provider, kubeconfig: kubeconfig, rest: cfg,
-		operatorVersion: operatorVersion, certManagerNamespace: certManagerNamespace, backend: b}
+	c := &Cluster{name: name, provider: provider, kubeconfig: h.Kubeconfig, rest: cfg, operatorVersion: operatorVersion,
+		certManagerNamespace: h.CertManagerNamespace, operatorValues: h.OperatorValues, backend: h.Backend}
 	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("building a Kubernetes client for cluster %s: %w", name, err)
 	}
@@ -67,7 +59,7 @@ func newCluster(name, provider, kubeconfig, operatorVersion, certManagerNamespac
 	if c.crds, err = apiextensionsclient.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("building an apiextensions client for cluster %s: %w", name, err)
 	}
-	if c.installer, err = install.NewInstaller(kubeconfig, install.WithLogf(logf)); err != nil {
+	if c.installer, err = install.NewInstaller(h.Kubeconfig, install.WithLogf(logf), install.WithValues(h.OperatorValues)); err != nil {
 		return nil, err
 	}
 	v, err := c.kube.Discovery().ServerVersion()
@@ -117,7 +109,13 @@ func (c *Cluster) CertManagerNamespace() (ns string, ok bool) {
 
 // ExportLogs copies every log the provider keeps into dir.
 func (c *Cluster) ExportLogs(ctx context.Context, dir string) error {
-	return c.backend.exportLogs(ctx, dir)
+	return c.backend.ExportLogs(ctx, dir)
+}
+
+// Container freezes, resumes or kills a container of a running pod from outside Kubernetes
+// (no SIGTERM, no cleanup), however the provider runs containers.
+func (c *Cluster) Container(ctx context.Context, pod *corev1.Pod, container string, action cluster.ContainerAction) error {
+	return c.backend.Container(ctx, pod, container, action)
 }
 
 // ServedCertificates connects to Service ns/name on port the way the API server does (TLS,
@@ -130,7 +128,7 @@ func (c *Cluster) ServedCertificates(ctx context.Context, ns, name string, port 
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := c.backend.dialService(ctx, svc.Spec.ClusterIP, port)
+	conn, err := c.backend.DialService(ctx, svc.Spec.ClusterIP, port)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Service %s/%s port %d: %w", ns, name, port, err)
 	}

@@ -42,7 +42,7 @@ const (
 	// modes (install.CertMode values); features without it run in every suite.
 	LabelCertMode = "certmode"
 	// LabelSuite marks namespaces the suite created, so a kept cluster can be cleaned.
-	LabelSuite = "e2e.gauntlet.dev/suite"
+	LabelSuite = install.SuiteNamespaceLabel
 )
 
 // Timeouts of the suite's own steps.
@@ -221,7 +221,7 @@ func checkIDs(feats []types.Feature) error {
 }
 
 func (s *Suite) setupCluster(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	c, reused, err := startCluster(ctx, clusterRequest{opts: s.opts, certManager: s.spec.CertManager, progress: s.progress.writer()}, s.progress)
+	c, reused, err := startCluster(ctx, s.opts, s.spec.CertManager, s.progress)
 	if err != nil {
 		s.setupErr = err
 		return ctx, err
@@ -276,30 +276,7 @@ func (s *Suite) setupRelease(ctx context.Context, _ *envconf.Config) (context.Co
 // clean removes what an earlier run left on a kept cluster: the Dynamo CRDs and objects, every
 // release of the chart with its namespace, and the namespaces scenarios created.
 func (s *Suite) clean(ctx context.Context) error {
-	c := s.cluster
-	if err := install.DeleteDynamoCRDs(ctx, c.CRDs(), c.Dynamic(), 2*time.Minute); err != nil {
-		return err
-	}
-	rels, err := c.Installer().Releases(ctx)
-	if err != nil {
-		return err
-	}
-	for _, rel := range rels {
-		r := &install.Release{Name: rel.Name, Namespace: rel.Namespace}
-		if err := c.Installer().Uninstall(ctx, r, install.UninstallOptions{Namespace: true}); err != nil {
-			return err
-		}
-	}
-	nss, err := c.Kube().CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: LabelSuite})
-	if err != nil {
-		return fmt.Errorf("listing namespaces labelled %s: %w", LabelSuite, err)
-	}
-	for _, ns := range nss.Items {
-		if err := install.DeleteNamespace(ctx, c.Kube(), ns.Name, 2*time.Minute); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.cluster.Installer().RemoveAll(ctx, LabelSuite)
 }
 
 // reportSetupFailure records every scenario that would have run as failed, so a suite whose
@@ -388,7 +365,7 @@ func (s *Suite) teardownCluster() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return s.progress.step("Deleting cluster "+s.cluster.Name(), func() error { return s.cluster.backend.destroy(ctx) })
+	return s.progress.step("Deleting cluster "+s.cluster.Name(), func() error { return s.cluster.backend.Destroy(ctx) })
 }
 
 func (s *Suite) markFailed(id string) {

@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+
+	_ "github.com/gauntlet-dev/gauntlet/scenarios/cluster/providers"
 )
 
 func feature(id string, modes ...string) types.Feature {
@@ -30,19 +32,18 @@ func ids(fs []types.Feature) string {
 
 func TestProviderChoice(t *testing.T) {
 	for provider, want := range map[string]string{
-		"kind":     `provider "kind" is not implemented yet`,
-		"minikube": `unknown provider "minikube" (want local or kind)`,
+		"minikube": `unknown provider "minikube" (want one of existing, kind, local)`,
 	} {
 		o := options{provider: provider, output: t.TempDir()}
 		if err := o.complete("x"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("--provider=%s: expected an error containing %q, saw %v", provider, want, err)
 		}
 	}
-	o := options{provider: ProviderLocal, output: t.TempDir()}
+	o := options{provider: DefaultProvider, output: t.TempDir()}
 	if err := o.complete("autocert"); err != nil || !strings.HasPrefix(o.clusterName, "e2e-autocert-") {
 		t.Errorf("--provider=local: expected a per-run cluster name e2e-autocert-<pid>, saw %q (%v)", o.clusterName, err)
 	}
-	kept := options{provider: ProviderLocal, output: t.TempDir(), keepCluster: true}
+	kept := options{provider: DefaultProvider, output: t.TempDir(), keepCluster: true}
 	if err := kept.complete("autocert"); err != nil || kept.clusterName != "e2e-autocert" {
 		t.Errorf("KEEP_CLUSTER=1: expected the stable name e2e-autocert (so the next run reuses it), saw %q (%v)", kept.clusterName, err)
 	}

@@ -80,15 +80,32 @@ type Options struct {
 	Workers int
 	// Log receives every controller's log lines.
 	Log logr.Logger
+	// Components to run: ComponentControllers, ComponentCAInjector; empty runs both (the
+	// local provider's one process). In a cluster each runs in its own Deployment, as upstream.
+	Components []string
 }
 
-// Run runs the controllers and the cainjector until ctx is cancelled or one of them fails.
+// The components Run can run.
+const (
+	ComponentControllers = "controllers"
+	ComponentCAInjector  = "cainjector"
+)
+
+// Run runs the controllers and/or the cainjector (opts.Components) until ctx is cancelled or one of them fails.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Workers == 0 {
 		opts.Workers = 5
 	}
 	if opts.ClusterResourceNamespace == "" {
 		opts.ClusterResourceNamespace = "cert-manager"
+	}
+	if len(opts.Components) == 0 {
+		opts.Components = []string{ComponentControllers, ComponentCAInjector}
+	}
+	for _, c := range opts.Components {
+		if c != ComponentControllers && c != ComponentCAInjector {
+			return fmt.Errorf("unknown component %q (want %s or %s)", c, ComponentControllers, ComponentCAInjector)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -113,8 +130,13 @@ func Run(ctx context.Context, opts Options) error {
 			}
 		})
 	}
-	start("controllers", func(ctx context.Context) error { return runControllers(ctx, opts, start) })
-	start("cainjector", func(ctx context.Context) error { return runCAInjector(ctx, opts) })
+	for _, c := range opts.Components {
+		if c == ComponentControllers {
+			start(c, func(ctx context.Context) error { return runControllers(ctx, opts, start) })
+		} else {
+			start(c, func(ctx context.Context) error { return runCAInjector(ctx, opts) })
+		}
+	}
 	wg.Wait()
 	return errors.Join(errs...)
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"k8s.io/klog/v2"
@@ -25,6 +26,10 @@ func main() {
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig with cluster-admin rights (empty: in-cluster config)")
 	fs.StringVar(&opts.ClusterResourceNamespace, "cluster-resource-namespace", "cert-manager", "namespace of the Secrets ClusterIssuers refer to")
 	fs.IntVar(&opts.Workers, "workers", 5, "workers per controller")
+	fs.Func("components", "comma-separated components to run: controllers, cainjector (default both)", func(v string) error {
+		opts.Components = strings.Split(v, ",")
+		return nil
+	})
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	fs.Func("v", "log verbosity", func(v string) error { return klogFlags.Set("v", v) })
@@ -33,7 +38,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	opts.Log = klog.Background().WithName("cert-manager")
-	opts.Log.Info("starting cert-manager", "controllers", controllers.Controllers, "cainjector", true)
+	opts.Log.Info("starting cert-manager", "components", opts.Components, "controllers", controllers.Controllers)
 	if err := controllers.Run(ctx, opts); err != nil {
 		fmt.Fprintf(os.Stderr, "gauntlet-cert-manager: %v\n", err)
 		klog.Flush()

@@ -1,0 +1,136 @@
+package kind
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/certmanager"
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
+	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+)
+
+// ProviderName is the name suites choose this provider by (--provider=kind).
+const ProviderName = "kind"
+
+// NodeImageEnv names a node image to use instead of building the offline one, e.g.
+// kindest/node:v1.37.0 on a machine with a registry.
+const NodeImageEnv = "KIND_NODE_IMAGE"
+
+func init() { cluster.Register(ProviderName, start) }
+
+// start gives a suite its kind cluster: it builds the operator image the chart's defaults
+// name, then creates the cluster (loading the image) or reuses the kept one.
+func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
+	var operator string
+	if err := req.Step("Building image of dynamo-operator "+req.OperatorVersion, func() (err error) {
+		operator, err = BuildOperatorImage(ctx, req.OperatorVersion)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	p := NewProvider()
+	p.WithName(req.Name)
+	p.WithVersion(req.KubernetesVersion)
+	p.WithOpts(WithProgress(req.Progress), WithImages(operator))
+	if img := os.Getenv(NodeImageEnv); img != "" {
+		p.WithOpts(WithNodeImage(img))
+	}
+	if req.CertManager {
+		p.WithOpts(WithCertManager())
+	}
+	if err := dockerReachable(ctx); err != nil {
+		return nil, err
+	}
+	exists, err := p.Exists()
+	if err != nil {
+		return nil, err
+	}
+	if exists && !req.Keep {
+		return nil, fmt.Errorf("kind cluster %q already exists; delete it (make cluster-down PROVIDER=kind CLUSTER=%s) or keep and reuse it with KEEP_CLUSTER=1", req.Name, req.Name)
+	}
+	if exists {
+		if err := req.Step("Reusing kept kind cluster "+req.Name, func() error { return p.reuse(ctx, req, operator) }); err != nil {
+			return nil, err
+		}
+	} else if _, err := p.Create(ctx); err != nil {
+		return nil, fmt.Errorf("creating kind cluster %s: %w", req.Name, err)
+	}
+	h := &cluster.Handle{Kubeconfig: p.GetKubeconfig(), Reused: exists, Backend: backend{p}}
+	if req.CertManager {
+		h.CertManagerNamespace = CertManagerNamespace
+	}
+	return h, nil
+}
+
+// reuse checks that a kept cluster is healthy and has what this run needs, and loads the
+// operator image just built into it.
+func (p *Provider) reuse(ctx context.Context, req cluster.Request, operator string) error {
+	if _, err := p.GenerateKubeconfig(); err != nil {
+		return err
+	}
+	if err := p.WaitForControlPlane(ctx, nil); err != nil {
+		return fmt.Errorf("kept kind cluster %q is not healthy: %w; delete it with `make cluster-down PROVIDER=kind CLUSTER=%s`", p.name, err, p.name)
+	}
+	if req.CertManager {
+		kube, err := kubernetes.NewForConfig(p.KubernetesRestConfig())
+		if err != nil {
+			return err
+		}
+		_, err = kube.AppsV1().Deployments(CertManagerNamespace).Get(ctx, certmanager.InClusterName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("kept kind cluster %q has no cert-manager, which this suite needs; delete it with `make cluster-down PROVIDER=kind CLUSTER=%s`", p.name, p.name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return p.LoadImages(ctx, operator)
+}
+
+// BuildOperatorImage builds dynamo-operator (version stamped in) into an image from
+// operator/Dockerfile, tagged as the chart's defaults name it (dynamo-operator:<appVersion>),
+// so that the suites install exactly what users get from the chart.
+func BuildOperatorImage(ctx context.Context, version string) (string, error) {
+	ch, err := install.LoadChart()
+	if err != nil {
+		return "", err
+	}
+	root, err := workspace.Root()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(workspace.BinDir(), "images", "dynamo-operator-"+version)
+	if _, err := workspace.Build(ctx, dir, workspace.BuildOptions{OperatorVersion: version, Static: true}, workspace.OperatorPackage); err != nil {
+		return "", err
+	}
+	ref := OperatorImageRepository + ":" + ch.Metadata.AppVersion
+	return ref, BuildImage(ctx, ref, filepath.Join(root, "operator", "Dockerfile"), dir)
+}
+
+// OperatorImageRepository is the chart's default image.repository.
+const OperatorImageRepository = "dynamo-operator"
+
+// backend does what only the kind provider can: reach the cluster network from inside a node,
+// and act on containers through the nodes' containerd.
+type backend struct{ p *Provider }
+
+func (b backend) ExportLogs(ctx context.Context, dir string) error { return b.p.ExportLogs(ctx, dir) }
+
+func (b backend) DialService(ctx context.Context, clusterIP string, port int32) (net.Conn, error) {
+	return b.p.DialService(ctx, clusterIP, port)
+}
+
+func (b backend) Container(ctx context.Context, pod *corev1.Pod, container string, action cluster.ContainerAction) error {
+	return b.p.Container(ctx, pod, container, action)
+}
+
+func (b backend) Destroy(ctx context.Context) error { return b.p.Destroy(ctx) }
