@@ -167,13 +167,19 @@ func (p *Provider) KubernetesRestConfig() *rest.Config {
 // build is excluded.
 func (p *Provider) ReadyIn() time.Duration { return p.readyIn }
 
-// Exists says whether a kind cluster of this name exists.
-func (p *Provider) Exists() (bool, error) {
+// List names the kind clusters on this machine.
+func (p *Provider) List() ([]string, error) {
 	names, err := p.kind.List()
 	if err != nil {
-		return false, fmt.Errorf("listing kind clusters: %w", err)
+		return nil, fmt.Errorf("listing kind clusters: %w", err)
 	}
-	return slices.Contains(names, p.name), nil
+	return names, nil
+}
+
+// Exists says whether a kind cluster of this name exists.
+func (p *Provider) Exists() (bool, error) {
+	names, err := p.List()
+	return slices.Contains(names, p.name), err
 }
 
 // WaitForControlPlane waits for /readyz, every node Ready and the default ServiceAccount.

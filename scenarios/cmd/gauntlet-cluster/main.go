@@ -1,11 +1,12 @@
-// Command gauntlet-cluster creates, deletes and inspects local clusters (package
-// scenarios/cluster/local): a real control plane plus a process node, no containers. The
-// cluster outlives this command; `down` removes every process, mount, listener and file it left.
+// Command gauntlet-cluster creates, deletes and inspects clusters of the local provider
+// (package scenarios/cluster/local: a real control plane plus a process node, no containers)
+// or, with --provider=kind, of the kind provider (scenarios/cluster/kind). The cluster outlives
+// this command; `down` removes everything it left.
 //
-//	gauntlet-cluster up   [--name N] [--config F] [--cert-manager] [--no-node] [--retain]
-//	gauntlet-cluster down [--name N]
-//	gauntlet-cluster logs [--name N] [--dest DIR]
-//	gauntlet-cluster list
+//	gauntlet-cluster up   [--provider P] [--name N] [--config F] [--cert-manager] [--no-node] [--retain]
+//	gauntlet-cluster down [--provider P] [--name N]
+//	gauntlet-cluster logs [--provider P] [--name N] [--dest DIR]
+//	gauntlet-cluster list [--provider P]
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/kind"
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
 )
 
@@ -50,7 +52,7 @@ func main() {
 	case "logs":
 		err = logs(ctx, args)
 	case "list":
-		err = list()
+		err = list(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 	default:
@@ -70,7 +72,14 @@ func up(ctx context.Context, args []string) error {
 	certManager := fs.Bool("cert-manager", false, "install cert-manager's CRDs and run its controllers and cainjector")
 	noNode := fs.Bool("no-node", false, "start the control plane only (pods stay Pending)")
 	retain := fs.Bool("retain", false, "keep the cluster if creation fails, for debugging")
+	provider := providerFlag(fs)
 	_ = fs.Parse(args)
+	if *provider == kind.ProviderName {
+		if *noNode || *retain {
+			return fmt.Errorf("--no-node and --retain are flags of the local provider")
+		}
+		return upKind(ctx, *name, *config, *certManager)
+	}
 
 	opts := []local.Option{local.WithProgress(os.Stdout)}
 	if *certManager {
@@ -119,7 +128,21 @@ Delete: make cluster-down CLUSTER=%[7]s     (gauntlet-cluster down --name %[7]s)
 func down(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("down", flag.ExitOnError)
 	name := fs.String("name", envOr("GAUNTLET_CLUSTER", local.DefaultName), "cluster name (env GAUNTLET_CLUSTER)")
+	provider := providerFlag(fs)
 	_ = fs.Parse(args)
+	if *provider == kind.ProviderName {
+		p := kind.NewProvider()
+		p.WithName(*name)
+		if exists, err := p.Exists(); err != nil || !exists {
+			fmt.Printf("No kind cluster %q.\n", *name)
+			return err
+		}
+		if err := p.Destroy(ctx); err != nil {
+			return err
+		}
+		fmt.Printf("Deleted kind cluster %q.\n", *name)
+		return nil
+	}
 	if _, err := os.Stat(filepath.Join(local.StateRoot(), *name)); err != nil {
 		names, _ := local.Clusters()
 		fmt.Printf("No local cluster %q (clusters: %s).\n", *name, orNone(names))
@@ -138,12 +161,23 @@ func logs(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("logs", flag.ExitOnError)
 	name := fs.String("name", envOr("GAUNTLET_CLUSTER", local.DefaultName), "cluster name (env GAUNTLET_CLUSTER)")
 	dest := fs.String("dest", "", "directory to export into (default ./_artifacts/cluster-logs/<name>)")
+	provider := providerFlag(fs)
 	_ = fs.Parse(args)
 	if *dest == "" {
 		*dest = filepath.Join("_artifacts", "cluster-logs", *name)
 	}
-	p := local.NewProvider()
-	p.WithName(*name)
+	var p interface {
+		ExportLogs(context.Context, string) error
+	}
+	if *provider == kind.ProviderName {
+		kp := kind.NewProvider()
+		kp.WithName(*name)
+		p = kp
+	} else {
+		lp := local.NewProvider()
+		lp.WithName(*name)
+		p = lp
+	}
 	err := p.ExportLogs(ctx, *dest)
 	abs, _ := filepath.Abs(*dest)
 	files := 0
@@ -158,8 +192,15 @@ func logs(ctx context.Context, args []string) error {
 	return err
 }
 
-func list() error {
-	names, err := local.Clusters()
+func list(args []string) error {
+	fs := flag.NewFlagSet("list", flag.ExitOnError)
+	provider := providerFlag(fs)
+	_ = fs.Parse(args)
+	clusters := local.Clusters
+	if *provider == kind.ProviderName {
+		clusters = kind.NewProvider().List
+	}
+	names, err := clusters()
 	if err != nil {
 		return err
 	}
@@ -167,7 +208,7 @@ func list() error {
 		fmt.Println(n)
 	}
 	if len(names) == 0 {
-		fmt.Println("No local clusters.")
+		fmt.Printf("No %s clusters.\n", *provider)
 	}
 	return nil
 }
@@ -181,6 +222,45 @@ func listTop(w io.Writer, dir string) {
 		}
 		fmt.Fprintf(w, "  %s%s\n", e.Name(), suffix)
 	}
+}
+
+// providerFlag registers --provider: local (default) or kind.
+func providerFlag(fs *flag.FlagSet) *string {
+	p := fs.String("provider", envOr("GAUNTLET_PROVIDER", local.ProviderName), "cluster provider: local or kind (env GAUNTLET_PROVIDER)")
+	return p
+}
+
+// upKind creates a kind cluster (the offline node image is built when missing).
+func upKind(ctx context.Context, name, config string, certManager bool) error {
+	p := kind.NewProvider()
+	p.WithName(name).WithOpts(kind.WithProgress(os.Stdout))
+	if img := os.Getenv(kind.NodeImageEnv); img != "" {
+		p.WithOpts(kind.WithNodeImage(img))
+	}
+	if certManager {
+		p.WithOpts(kind.WithCertManager())
+	}
+	var (
+		kubeconfig string
+		err        error
+	)
+	if config != "" {
+		kubeconfig, err = p.CreateWithConfig(ctx, config)
+	} else {
+		kubeconfig, err = p.Create(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf(`
+Kubeconfig: %s
+Try:
+  export KUBECONFIG=%[1]s
+  kubectl get nodes,pods -A
+Logs:   make cluster-logs PROVIDER=kind CLUSTER=%[2]s
+Delete: make cluster-down PROVIDER=kind CLUSTER=%[2]s
+`, kubeconfig, name)
+	return nil
 }
 
 func envOr(key, def string) string {
