@@ -46,6 +46,21 @@ control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sche
 	@K8S_VERSION=$(K8S_VERSION) hack/control-plane.sh >/dev/null
 	@hack/local-binaries.sh >/dev/null
 
+# Offline kind node images (kind/README.md): built from the module proxy and Debian packages,
+# cached by recipe hash. kind-host-* handle the `docker run --privileged` quirk of some hosts.
+.PHONY: kind-node-image kind-host-check kind-host-setup kind-host-restore
+kind-node-image: ## Build the offline kind node image for K8S_VERSION (cached; prints gauntlet.local/kind-node:<version>-<hash>).
+	@K8S_VERSION=$(K8S_VERSION) hack/kind-node-image.sh
+
+kind-host-check: ## Check that `docker run --privileged` (kind's nodes) works on this host; says how to fix it if not.
+	@hack/kind-host.sh check
+
+kind-host-setup: ## Make privileged containers work here: runc wrapper as Docker's default runtime (root, reversible).
+	@hack/kind-host.sh setup
+
+kind-host-restore: ## Undo kind-host-setup: /etc/docker/daemon.json back byte for byte, wrapper removed.
+	@hack/kind-host.sh restore
+
 CLUSTER       ?= gauntlet
 CLUSTER_FLAGS ?=
 CLUSTER_CLI   := $(OUTPUT)/bin/gauntlet-cluster
