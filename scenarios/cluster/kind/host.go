@@ -94,14 +94,18 @@ func dockerReachable(ctx context.Context) error {
 	return nil
 }
 
-// privilegedContainersStart checks that kind's nodes (privileged containers) can start here.
+// privilegedContainersStart checks that the node image is here and that kind's nodes
+// (privileged containers) can start on this host.
 func privilegedContainersStart(ctx context.Context, image string) error {
-	_, err := docker(ctx, "run", "--rm", "--privileged", "--entrypoint", "/bin/true", image)
+	if _, err := docker(ctx, "image", "inspect", "--format", "{{.Id}}", image); err != nil {
+		return fmt.Errorf("node image %s is not in Docker: build it with `make kind-node-image K8S_VERSION=…`, or for %s=%s pull or load it first (%w)", image, NodeImageEnv, image, err)
+	}
+	_, err := docker(ctx, "run", "--rm", "--pull=never", "--privileged", "--entrypoint", "/bin/true", image)
 	if err == nil {
 		return nil
 	}
-	cause := "see the error above"
-	if bnd, ok := capabilityBoundingSet(); ok && bnd&(1<<capSysResource) == 0 {
+	cause := "see Docker's error above"
+	if bnd, ok := capabilityBoundingSet(); ok && bnd&(1<<capSysResource) == 0 && strings.Contains(err.Error(), "unable to apply caps") {
 		cause = "this host's capability bounding set lacks CAP_SYS_RESOURCE, which Docker grants every privileged container"
 	}
 	return fmt.Errorf("privileged containers cannot start on this host, and every kind node is one: %w\n"+
