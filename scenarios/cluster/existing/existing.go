@@ -8,7 +8,6 @@ package existing
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,11 +164,6 @@ func (b *backend) ExportLogs(ctx context.Context, dir string) error {
 		}
 	}
 	return nil
-}
-
-// DialService cannot reach a Service's ClusterIP from outside the cluster network: it says so.
-func (b *backend) DialService(_ context.Context, clusterIP string, port int32) (net.Conn, error) {
-	return nil, fmt.Errorf("the existing provider cannot dial ClusterIP %s:%d from outside the cluster network", clusterIP, port)
 }
 
 // Container can only kill, by deleting the pod with no grace period; a frozen container needs
