@@ -61,6 +61,7 @@ kind-host-setup: ## Make privileged containers work here: runc wrapper as Docker
 kind-host-restore: ## Undo kind-host-setup: /etc/docker/daemon.json back byte for byte, wrapper removed.
 	@hack/kind-host.sh restore
 
+PROVIDER      ?= local
 CLUSTER       ?= gauntlet
 CLUSTER_FLAGS ?=
 CLUSTER_CLI   := $(OUTPUT)/bin/gauntlet-cluster
@@ -70,22 +71,25 @@ cluster-cli:
 	@go build -o $(CLUSTER_CLI) ./scenarios/cmd/gauntlet-cluster
 
 .PHONY: cluster-up
-cluster-up: control-plane cluster-cli ## Create local cluster CLUSTER (CLUSTER_FLAGS: --cert-manager, --config=FILE, --no-node).
-	@$(CLUSTER_CLI) up --name $(CLUSTER) $(CLUSTER_FLAGS)
+cluster-up: control-plane cluster-cli ## Create cluster CLUSTER with PROVIDER (local|kind; CLUSTER_FLAGS: --cert-manager, --config=FILE, --no-node).
+	@$(CLUSTER_CLI) up --provider $(PROVIDER) --name $(CLUSTER) $(CLUSTER_FLAGS)
 
 .PHONY: cluster-down
-cluster-down: cluster-cli ## Delete local cluster CLUSTER; fails if any process, mount or listener is left.
-	@$(CLUSTER_CLI) down --name $(CLUSTER)
+cluster-down: cluster-cli ## Delete cluster CLUSTER of PROVIDER; fails if anything of it is left.
+	@$(CLUSTER_CLI) down --provider $(PROVIDER) --name $(CLUSTER)
 
 .PHONY: cluster-logs
 cluster-logs: cluster-cli ## Export CLUSTER's logs to _output/cluster-logs/CLUSTER.
-	@$(CLUSTER_CLI) logs --name $(CLUSTER) --dest $(OUTPUT)/cluster-logs/$(CLUSTER)
+	@$(CLUSTER_CLI) logs --provider $(PROVIDER) --name $(CLUSTER) --dest $(OUTPUT)/cluster-logs/$(CLUSTER)
 
 .PHONY: test
-test: lint control-plane ## Lint, then every module's tests (unit, envtest, chart, fuzz seeds) plus a short fuzz run.
+test: lint control-plane kind-host-check ## Lint, every module's tests (unit, envtest, chart, every e2e suite on local), suite autocert on kind, a short fuzz run.
 	@mkdir -p $(OUTPUT)/test
 	@echo "• go test ($(PACKAGES)); full log: $(OUTPUT)/test/go-test.log"
 	@go test -count=1 -v -timeout 30m $(PACKAGES) 2>&1 | tee $(OUTPUT)/test/go-test.log | hack/test-summary.sh
+	@echo "• e2e suite autocert on kind (node image built or cached first); full log: $(OUTPUT)/test/e2e-kind.log"
+	@go test -count=1 -v -timeout 45m ./e2e/autocert -args --provider=kind --e2e-output=$(CURDIR)/$(OUTPUT)/test/e2e-kind \
+	  2>&1 | tee $(OUTPUT)/test/e2e-kind.log | hack/test-summary.sh
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 .PHONY: fuzz
@@ -95,7 +99,6 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; make test uses 5s
 # End-to-end suites: one directory per suite under e2e/ (a TestMain built on scenarios/suite).
 # PROVIDER (local|kind), K8S_VERSION, LABELS (e2e-framework --labels, e.g. scenario=C1),
 # KEEP_CLUSTER=1 (keep the cluster and reuse it next run). Reports: _output/e2e/<suite>/.
-PROVIDER     ?= local
 LABELS       ?=
 KEEP_CLUSTER ?=
 E2E_OUTPUT   := $(OUTPUT)/e2e

@@ -77,6 +77,7 @@ func loadClusterConfig(file string) (*v1alpha4.Cluster, error) {
 	if err := yaml.UnmarshalStrict(raw, c); err != nil {
 		return nil, fmt.Errorf("kind cluster configuration %s: %w", file, err)
 	}
+	v1alpha4.SetDefaultsCluster(c) // fills the Service and pod ranges the network fence needs
 	if c.Kind != "Cluster" || c.APIVersion != "kind.x-k8s.io/v1alpha4" {
 		return nil, fmt.Errorf("kind cluster configuration %s: want kind: Cluster, apiVersion: kind.x-k8s.io/v1alpha4; got kind %q, apiVersion %q", file, c.Kind, c.APIVersion)
 	}

@@ -27,6 +27,7 @@ func (p *Provider) DialService(ctx context.Context, clusterIP string, port int32
 		return nil, err
 	}
 	addr := net.JoinHostPort(clusterIP, strconv.Itoa(int(port)))
+	dialCtx := ctx // bounds the dial; the connection outlives it
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	local, remote := net.Pipe()
 	stderrR, stderrW := io.Pipe()
@@ -64,10 +65,10 @@ func (p *Provider) DialService(ctx context.Context, clusterIP string, port int32
 		local.Close()
 		<-scanned
 		return nil, fmt.Errorf("dial tcp %s (from node %s): %s", addr, node, socatError(lines, err))
-	case <-ctx.Done():
+	case <-dialCtx.Done():
 		cancel()
 		local.Close()
-		return nil, ctx.Err()
+		return nil, fmt.Errorf("dial tcp %s (from node %s): %w", addr, node, dialCtx.Err())
 	}
 }
 

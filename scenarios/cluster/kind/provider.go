@@ -275,6 +275,11 @@ func (p *Provider) create(ctx context.Context) (kubeconfig string, err error) {
 	}); err != nil {
 		return "", err
 	}
+	if err := pr.Step("Fencing the cluster network (no Service or pod packet leaves a node)", func() error {
+		return p.fenceClusterNetwork(ctx, cfg.cluster)
+	}); err != nil {
+		return "", err
+	}
 	if len(p.images) > 0 {
 		if err := pr.Step("Loading images "+strings.Join(p.images, ", "), func() error { return p.LoadImages(ctx, p.images...) }); err != nil {
 			return "", err
