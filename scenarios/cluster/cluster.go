@@ -46,6 +46,11 @@ type Handle struct {
 	// run the operator under test (e.g. the image an existing cluster can pull); nil when the
 	// chart's defaults already do.
 	OperatorValues map[string]any
+	// ServiceNetworkFromHost says this machine reaches the cluster's Service and pod addresses
+	// itself (local: they are on its loopback and bridge). Where it does not (kind, existing),
+	// tools run here must reach pods through the API server (port-forward): dialing a cluster
+	// address from here would leave the machine by its default route.
+	ServiceNetworkFromHost bool
 	// Backend does what only the provider can.
 	Backend Backend
 }

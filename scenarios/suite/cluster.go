@@ -38,7 +38,7 @@ type Cluster struct {
 	kubernetesVersion    string
 	operatorVersion      string
 	certManagerNamespace string
-	operatorValues       map[string]any
+	serviceNetwork       bool
 	backend              cluster.Backend
 }
 
@@ -49,7 +49,7 @@ func newCluster(name, provider, operatorVersion string, h *cluster.Handle, logf 
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
 	c := &Cluster{name: name, provider: provider, kubeconfig: h.Kubeconfig, rest: cfg, operatorVersion: operatorVersion,
-		certManagerNamespace: h.CertManagerNamespace, operatorValues: h.OperatorValues, backend: h.Backend}
+		certManagerNamespace: h.CertManagerNamespace, serviceNetwork: h.ServiceNetworkFromHost, backend: h.Backend}
 	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("building a Kubernetes client for cluster %s: %w", name, err)
 	}
@@ -111,6 +111,10 @@ func (c *Cluster) CertManagerNamespace() (ns string, ok bool) {
 func (c *Cluster) ExportLogs(ctx context.Context, dir string) error {
 	return c.backend.ExportLogs(ctx, dir)
 }
+
+// ServiceNetworkFromHost says tools run on this machine may dial the cluster's Service and
+// pod addresses; when false they must go through the API server (port-forward).
+func (c *Cluster) ServiceNetworkFromHost() bool { return c.serviceNetwork }
 
 // Container freezes, resumes or kills a container of a running pod from outside Kubernetes
 // (no SIGTERM, no cleanup), however the provider runs containers.

@@ -56,7 +56,7 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &cluster.Handle{Kubeconfig: p.GetKubeconfig(), Reused: reused, Backend: backend{p}}
+	h := &cluster.Handle{Kubeconfig: p.GetKubeconfig(), Reused: reused, ServiceNetworkFromHost: true, Backend: backend{p}}
 	if cfg.CertManager.Enabled {
 		h.CertManagerNamespace = cfg.CertManager.Namespace
 	}
