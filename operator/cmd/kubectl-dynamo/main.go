@@ -4,6 +4,7 @@
 //
 //	kubectl dynamo doctor [--release dynamo] [-n dynamo-system] [--test-namespace ns]
 //	                      [--kubeconfig path] [--context name] [-o text|json] [--timeout 2m]
+//	                      [--connect auto|port-forward]
 //
 // Exit status: 0 when every check passed, 1 when any failed, 2 for usage or kubeconfig errors.
 package main
@@ -15,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -70,6 +72,7 @@ type doctorFlags struct {
 	kubeconfig, context               string
 	output                            string
 	chart                             string
+	connect                           doctor.Connect
 	timeout                           time.Duration
 }
 
@@ -85,6 +88,7 @@ func parseDoctorFlags(args []string, stderr io.Writer) (doctorFlags, error) {
 	fs.StringVarP(&f.output, "output", "o", "text", "Output format: text (one line per check) or json (an array of {id, title, ok, status, scenario, cause, fix, details, dependsOn}).")
 	fs.StringVar(&f.chart, "chart", doctor.DefaultChart, "Chart reference printed in `helm upgrade` fix commands.")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "Upper bound for the whole run.")
+	connect := fs.String("connect", string(doctor.ConnectAuto), "How to reach the webhook server for the served-certificate check: auto (the Service's ClusterIP, then the endpoint pod IPs, then a port-forward when those are unreachable) or port-forward (only a port-forward through the API server to a ready endpoint pod; never dials a cluster address from this machine).")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: kubectl dynamo doctor [flags]\n\nChecks the release's webhook configurations, caBundles, served certificate, Service endpoints,\nnamespaceSelector, Secret, cert-controller RBAC, operator logs and a server-side dry-run; exits 0\nonly when every check passes.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -101,6 +105,11 @@ func parseDoctorFlags(args []string, stderr io.Writer) (doctorFlags, error) {
 	if f.timeout <= 0 {
 		return f, fmt.Errorf("--timeout=%s: must be positive", f.timeout)
 	}
+	c, err := doctor.ParseConnect(*connect)
+	if err != nil {
+		return f, fmt.Errorf("--connect=%s: want %s", *connect, connectNames())
+	}
+	f.connect = c
 	return f, nil
 }
 
@@ -119,7 +128,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	d, err := doctor.New(cfg, doctor.Options{
-		Release: f.release, Namespace: f.namespace, TestNamespace: f.testNamespace, Chart: f.chart,
+		Release: f.release, Namespace: f.namespace, TestNamespace: f.testNamespace, Chart: f.chart, Connect: f.connect,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "kubectl dynamo doctor:", err)
@@ -140,6 +149,15 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUnhealthy
 	}
 	return exitHealthy
+}
+
+// connectNames lists the values of --connect: "auto or port-forward".
+func connectNames() string {
+	var names []string
+	for _, c := range doctor.ConnectModes() {
+		names = append(names, string(c))
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // restConfig loads the kubeconfig the way kubectl does: --kubeconfig, else $KUBECONFIG, else

@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -100,6 +101,42 @@ type Options struct {
 	DialTimeout time.Duration
 	// Now is the clock certificates are judged by (default time.Now).
 	Now func() time.Time
+	// Connect says how checks that talk to the webhook server directly (the served
+	// certificate) reach it (default ConnectAuto).
+	Connect Connect
+}
+
+// Connect is how the doctor reaches the webhook server for the checks that talk to it
+// directly.
+type Connect string
+
+// The ways to reach the webhook server.
+const (
+	// ConnectAuto dials the Service's ClusterIP, then the ready endpoints, and port-forwards
+	// through the API server to an endpoint Pod only when none of them accepted a connection
+	// (and not all of them refused it).
+	ConnectAuto Connect = "auto"
+	// ConnectPortForward never dials a ClusterIP or Pod IP: it port-forwards through the API
+	// server to a ready endpoint Pod straight away. For machines outside the cluster network,
+	// where dialing a cluster address would leave the machine by its default route.
+	ConnectPortForward Connect = "port-forward"
+)
+
+// ConnectModes are the valid values of Options.Connect (and of kubectl-dynamo's --connect).
+func ConnectModes() []Connect { return []Connect{ConnectAuto, ConnectPortForward} }
+
+// ParseConnect returns the Connect named s, or an error naming the allowed values.
+func ParseConnect(s string) (Connect, error) {
+	for _, c := range ConnectModes() {
+		if string(c) == s {
+			return c, nil
+		}
+	}
+	var names []string
+	for _, c := range ConnectModes() {
+		names = append(names, string(c))
+	}
+	return "", fmt.Errorf("connect mode %q: want one of %s", s, strings.Join(names, ", "))
 }
 
 // DefaultChart is the chart reference of fix commands when Options.Chart is empty: the
@@ -116,6 +153,9 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Connect == "" {
+		o.Connect = ConnectAuto
+	}
 	return o
 }
 
@@ -130,6 +170,11 @@ func (o Options) validate() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("doctor options: %s must be set", strings.Join(missing, " and "))
 	}
+	if o.Connect != "" {
+		if _, err := ParseConnect(string(o.Connect)); err != nil {
+			return fmt.Errorf("doctor options: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -139,6 +184,11 @@ type Doctor struct {
 	cfg       *rest.Config
 	client    client.Client
 	clientset kubernetes.Interface
+	// dial opens the TCP connections to the webhook server (direct or to a port-forward's
+	// local end); forward port-forwards to a Pod's port. Tests replace them; nil means the
+	// real ones.
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	forward func(ctx context.Context, pod string, port int32) (addr string, stop func() error, err error)
 }
 
 // New returns a Doctor that reaches the cluster through cfg.

@@ -10,11 +10,15 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/klog/v2"
 )
 
 // dialTarget is an address the webhook server may be reached at from here.
@@ -43,9 +47,9 @@ func (s *session) dialTargets() []dialTarget {
 
 // checkServingCertificate does the API server's part of a webhook call: a TLS handshake
 // with ServerName <svc>.<ns>.svc, verifying the served certificate against each distinct
-// caBundle. It dials the ClusterIP, then the endpoints, then — when nothing is reachable from
-// here (a cluster whose Service and Pod networks are not routable from this machine) — a
-// port-forward to an endpoint Pod.
+// caBundle. With ConnectAuto it dials the ClusterIP, then the endpoints, then — when nothing
+// is reachable from here (a cluster whose Service and Pod networks are not routable from this
+// machine) — a port-forward to an endpoint Pod; with ConnectPortForward only the port-forward.
 func checkServingCertificate(ctx context.Context, s *session) outcome {
 	host := s.serviceHost()
 	title := fmt.Sprintf("the webhook serves a certificate for %s that the caBundle trusts", host)
@@ -81,10 +85,25 @@ func checkServingCertificate(ctx context.Context, s *session) outcome {
 	return pass(title, details...)
 }
 
-// handshake tries the targets in order. The first one that accepts a TCP connection decides:
-// target is that address, err the handshake's result. When none accepts, target is empty and
-// err the last dial error.
+// Why the handshake goes through a port-forward, as the details say it.
+const (
+	whyForwardFlag     = "--connect=port-forward: the ClusterIP and Pod IPs are not dialed from this machine"
+	whyForwardFallback = "no address of the Service accepted a connection from here and not all refused it (this machine is outside the cluster network?)"
+)
+
+// handshake reaches the webhook server and does the TLS handshake: target is where the first
+// connection that was accepted went, err the handshake's result. When none was accepted,
+// target is empty and err the last connection error. attempts are details: the failed
+// connections and, when it port-forwarded, why.
+//
+// ConnectPortForward goes straight to the port-forward. ConnectAuto tries the targets in
+// order; a refused connection means nothing listens there, anything else (timeouts, no route)
+// usually means this machine is outside the cluster network, which a port-forward through the
+// API server bridges.
 func (s *session) handshake(ctx context.Context, cfg *tls.Config) (tls.ConnectionState, string, []string, error) {
+	if s.opts.Connect == ConnectPortForward {
+		return s.handshakeForwarded(ctx, cfg, whyForwardFlag, nil, nil)
+	}
 	var attempts []string
 	var lastErr error
 	allRefused := true
@@ -98,39 +117,68 @@ func (s *session) handshake(ctx context.Context, cfg *tls.Config) (tls.Connectio
 		}
 		return state, t.addr + " (" + t.via + ")", attempts, err
 	}
-	// Nothing reachable directly. A refused connection means nothing listens there; anything
-	// else (timeouts, no route) usually means this machine is outside the cluster network,
-	// which a port-forward through the API server bridges.
-	if lastErr != nil && !allRefused && s.clientset != nil {
-		for _, e := range s.endpoints {
-			if e.pod == "" {
-				continue
-			}
-			addr, stop, err := s.portForward(ctx, e.pod, e.port)
-			if err != nil {
-				attempts = append(attempts, fmt.Sprintf("port-forward to pod %s port %d: %v", e.pod, e.port, err))
-				lastErr = err
-				continue
-			}
-			state, dialErr, err := s.handshakeAt(ctx, addr, cfg)
-			stop()
-			if dialErr != nil {
-				attempts = append(attempts, fmt.Sprintf("port-forward to pod %s port %d: %v", e.pod, e.port, dialErr))
-				lastErr = dialErr
-				continue
-			}
-			return state, fmt.Sprintf("pod %s port %d (port-forward)", e.pod, e.port), attempts, err
+	if lastErr != nil && !allRefused && (s.clientset != nil || s.forward != nil) {
+		return s.handshakeForwarded(ctx, cfg, whyForwardFallback, attempts, lastErr)
+	}
+	return tls.ConnectionState{}, "", attempts, lastErr
+}
+
+// handshakeForwarded does the handshake through a port-forward to each ready endpoint Pod in
+// turn until one accepts the connection; why leads its details. attempts and lastErr are what
+// was tried before.
+func (s *session) handshakeForwarded(ctx context.Context, cfg *tls.Config, why string, attempts []string, lastErr error) (tls.ConnectionState, string, []string, error) {
+	attempts = append(attempts, "reaching the webhook through a port-forward to a ready endpoint pod, via the API server: "+why)
+	tried := false
+	for _, e := range s.endpoints {
+		if e.pod == "" {
+			continue
+		}
+		tried = true
+		where := fmt.Sprintf("pod %s port %d (port-forward)", e.pod, e.port)
+		addr, stop, err := s.portForwardTo(ctx, e.pod, e.port)
+		if err != nil {
+			attempts = append(attempts, fmt.Sprintf("%s: %v", where, err))
+			lastErr = err
+			continue
+		}
+		state, dialErr, err := s.handshakeAt(ctx, addr, cfg)
+		if farErr := stop(); farErr != nil && (dialErr != nil || err != nil) {
+			// The far end could not connect to the Pod's port: the local connection was
+			// accepted, but the handshake never reached a server.
+			dialErr = farErr
+		}
+		if dialErr != nil {
+			attempts = append(attempts, fmt.Sprintf("%s: %v", where, dialErr))
+			lastErr = dialErr
+			continue
+		}
+		return state, where, attempts, err
+	}
+	if !tried {
+		err := fmt.Errorf("no ready endpoint of Service %s/%s names a pod to port-forward to", s.opts.Namespace, s.serviceName)
+		attempts = append(attempts, err.Error())
+		if lastErr == nil {
+			lastErr = errNoPodToForward{err}
 		}
 	}
 	return tls.ConnectionState{}, "", attempts, lastErr
 }
 
+// errNoPodToForward: the endpoints name no Pod (a port-forward goes to a Pod).
+type errNoPodToForward struct{ error }
+
+func (e errNoPodToForward) Unwrap() error { return e.error }
+
 // handshakeAt connects to addr (dialErr when that fails) and does the TLS handshake (err).
 func (s *session) handshakeAt(ctx context.Context, addr string, cfg *tls.Config) (state tls.ConnectionState, dialErr, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
 	defer cancel()
-	d := net.Dialer{}
-	conn, dialErr := d.DialContext(ctx, "tcp", addr)
+	dial := s.dial
+	if dial == nil {
+		d := net.Dialer{}
+		dial = d.DialContext
+	}
+	conn, dialErr := dial(ctx, "tcp", addr)
 	if dialErr != nil {
 		return state, dialErr, nil
 	}
@@ -142,9 +190,23 @@ func (s *session) handshakeAt(ctx context.Context, addr string, cfg *tls.Config)
 	return tc.ConnectionState(), nil, nil
 }
 
+// portForwardTo forwards a local port to the Pod's port (see portForward); stop ends it and
+// returns what the far end reported when it could not connect to the Pod's port.
+func (s *session) portForwardTo(ctx context.Context, pod string, port int32) (addr string, stop func() error, err error) {
+	if s.forward != nil {
+		return s.forward(ctx, pod, port)
+	}
+	if s.clientset == nil || s.cfg == nil {
+		return "", nil, errors.New("no API server connection to port-forward through")
+	}
+	return s.portForward(ctx, pod, port)
+}
+
 // portForward forwards a local port to the Pod's port through the API server, as `kubectl
-// port-forward` does (WebSocket first, SPDY as fallback).
-func (s *session) portForward(ctx context.Context, pod string, port int32) (addr string, stop func(), err error) {
+// port-forward` does (WebSocket first, SPDY as fallback). The forwarder reports the far end's
+// errors (the kubelet's "… connect: connection refused") only to its logger: stop returns the
+// first one, as a refused connection when it is one.
+func (s *session) portForward(ctx context.Context, pod string, port int32) (addr string, stop func() error, err error) {
 	req := s.clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(s.opts.Namespace).Name(pod).SubResource("portforward")
 	transport, upgrader, err := spdy.RoundTripperFor(s.cfg)
 	if err != nil {
@@ -156,7 +218,8 @@ func (s *session) portForward(ctx context.Context, pod string, port int32) (addr
 			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 		})
 	}
-	fwCtx, cancel := context.WithCancel(ctx)
+	far := &forwardErrors{}
+	fwCtx, cancel := context.WithCancel(klog.NewContext(ctx, logr.New(far)))
 	ready := make(chan struct{})
 	fw, err := portforward.NewOnAddressesWithContext(fwCtx, dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, ready, io.Discard, io.Discard)
 	if err != nil {
@@ -177,10 +240,60 @@ func (s *session) portForward(ctx context.Context, pod string, port int32) (addr
 	ports, err := fw.GetPorts()
 	if err != nil || len(ports) == 0 {
 		cancel()
+		<-done
 		return "", nil, fmt.Errorf("port-forwarding to pod %s/%s: no local port: %v", s.opts.Namespace, pod, err)
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[0].Local))), func() { cancel(); <-done }, nil
+	stop = func() error {
+		cancel()
+		<-done
+		return far.first()
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[0].Local))), stop, nil
 }
+
+// forwardErrors is the logger of a port-forward: it keeps the errors the forwarder reports.
+type forwardErrors struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (f *forwardErrors) Init(logr.RuntimeInfo)          {}
+func (f *forwardErrors) Enabled(int) bool               { return false }
+func (f *forwardErrors) Info(int, string, ...any)       {}
+func (f *forwardErrors) WithValues(...any) logr.LogSink { return f }
+func (f *forwardErrors) WithName(string) logr.LogSink   { return f }
+
+func (f *forwardErrors) Error(err error, msg string, _ ...any) {
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.errs = append(f.errs, msg+": "+err.Error())
+}
+
+// first is the first error the far end reported: a refusedError when it says the connection
+// to the Pod's port was refused.
+func (f *forwardErrors) first() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range f.errs {
+		if strings.Contains(e, "connection refused") {
+			return refusedError(e)
+		}
+	}
+	if len(f.errs) > 0 {
+		return errors.New(f.errs[0])
+	}
+	return nil
+}
+
+// refusedError is a connection refused at the far end of a port-forward: it is
+// syscall.ECONNREFUSED, as a refused dial here is.
+type refusedError string
+
+func (e refusedError) Error() string        { return string(e) }
+func (e refusedError) Is(target error) bool { return target == syscall.ECONNREFUSED }
 
 func isRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
@@ -191,6 +304,9 @@ func isTimeout(err error) bool {
 
 // unreachableCause explains why no address of the webhook accepted a connection.
 func (s *session) unreachableCause(host string, err error) cause {
+	if s.opts.Connect == ConnectPortForward {
+		return s.unreachableForwardedCause(host, err)
+	}
 	switch {
 	case err == nil:
 		return undocumented(fmt.Sprintf("Service %s/%s has no address to dial", s.opts.Namespace, s.serviceName), s.fix.helmUpgrade())
@@ -203,6 +319,27 @@ func (s *session) unreachableCause(host string, err error) cause {
 			s.fix.describePods())
 	}
 	return undocumented(fmt.Sprintf("connecting to the webhook behind %s: %v", host, err), s.fix.describePods())
+}
+
+// unreachableForwardedCause is unreachableCause with --connect=port-forward: the same
+// classification, said of the port-forward.
+func (s *session) unreachableForwardedCause(host string, err error) cause {
+	canForward := fmt.Sprintf("kubectl auth can-i create pods/portforward -n %s", s.opts.Namespace)
+	var noPod errNoPodToForward
+	switch {
+	case err == nil, errors.As(err, &noPod):
+		return undocumented(fmt.Sprintf("connecting to the webhook behind %s through a port-forward (--connect=port-forward): no ready endpoint of Service %s/%s names a pod to port-forward to",
+			host, s.opts.Namespace, s.serviceName),
+			"run the doctor with --connect=auto from a machine that reaches the cluster's Service network", s.fix.describePods())
+	case isRefused(err):
+		return documented(t6, fmt.Sprintf("connecting to the webhook behind %s through a port-forward (--connect=port-forward): connection refused (nothing listens on the pod's webhook port)", host),
+			s.fix.describePods(), s.fix.logs())
+	case isTimeout(err):
+		return undocumented(fmt.Sprintf("connecting to the webhook behind %s through a port-forward (--connect=port-forward): timeout: no port-forward to an endpoint pod answered", host),
+			canForward, s.fix.describePods())
+	}
+	return undocumented(fmt.Sprintf("connecting to the webhook behind %s through a port-forward (--connect=port-forward): %v", host, err),
+		canForward, s.fix.describePods())
 }
 
 // verificationCause names what the API server would fail with, given the handshake error.
