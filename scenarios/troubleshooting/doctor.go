@@ -148,11 +148,18 @@ func targetOf(r *install.Release, testNamespace string) doctorTarget {
 	return doctorTarget{release: r.Name, namespace: r.Namespace, testNamespace: testNamespace}
 }
 
-func (d doctorTarget) args(kubeconfig string) []string {
+// args are the doctor's command line for the cluster at kubeconfig. When this machine does
+// not reach the cluster's Service and pod addresses (serviceNetworkFromHost false), the doctor
+// reaches the webhook only through a port-forward: dialing a cluster address from here would
+// leave the machine by its default route.
+func (d doctorTarget) args(kubeconfig string, serviceNetworkFromHost bool) []string {
 	args := []string{"doctor", "--kubeconfig", kubeconfig, "--release", d.release, "--namespace", d.namespace,
 		"-o", "json", "--timeout", (doctorRunTimeout - 10*time.Second).String()}
 	if d.testNamespace != "" {
 		args = append(args, "--test-namespace", d.testNamespace)
+	}
+	if !serviceNetworkFromHost {
+		args = append(args, "--connect=port-forward")
 	}
 	return args
 }
@@ -219,7 +226,7 @@ func runDoctor(ctx context.Context, t testing.TB, c *suite.Cluster, target docto
 	}
 	ctx, cancel := context.WithTimeout(ctx, doctorRunTimeout)
 	defer cancel()
-	args := target.args(c.KubeconfigPath())
+	args := target.args(c.KubeconfigPath(), c.ServiceNetworkFromHost())
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
