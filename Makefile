@@ -78,6 +78,10 @@ cluster-up: control-plane cluster-cli ## Create cluster CLUSTER with PROVIDER (l
 cluster-down: cluster-cli ## Delete cluster CLUSTER of PROVIDER; fails if anything of it is left.
 	@$(CLUSTER_CLI) down --provider $(PROVIDER) --name $(CLUSTER)
 
+.PHONY: cluster-load
+cluster-load: cluster-cli ## Copy the Docker image IMAGE into the nodes of kind cluster CLUSTER (PROVIDER=kind).
+	@$(CLUSTER_CLI) load --provider $(PROVIDER) --name $(CLUSTER) $(IMAGE)
+
 .PHONY: cluster-logs
 cluster-logs: cluster-cli ## Export CLUSTER's logs to _output/cluster-logs/CLUSTER.
 	@$(CLUSTER_CLI) logs --provider $(PROVIDER) --name $(CLUSTER) --dest $(OUTPUT)/cluster-logs/$(CLUSTER)

@@ -251,15 +251,22 @@ func (w *podWorker) terminate(ctx context.Context, grace time.Duration, deleteFr
 		if r.proc == nil {
 			continue
 		}
-		if r.stopProbes != nil {
-			r.stopProbes()
-		}
 		w.event(corev1.EventTypeNormal, "Killing", fmt.Sprintf("Stopping container %s", r.name))
 		wg.Add(1)
-		go func(p *containerProcess) {
+		go func(r *containerRun) {
 			defer wg.Done()
-			p.stop(grace)
-		}(r.proc)
+			// As kubelet: when a pod is deleted, the preStop hook runs first, within the grace
+			// period, while the container keeps running and its probes keep reporting. A node
+			// that is going away runs no hooks.
+			var slept time.Duration
+			if deleteFromAPI {
+				slept = preStopSleep(ctx, w.container(r.name), grace)
+			}
+			if r.stopProbes != nil {
+				r.stopProbes()
+			}
+			r.proc.stop(grace - slept)
+		}(r)
 	}
 	wg.Wait()
 	for _, r := range w.runs {
@@ -305,4 +312,35 @@ func (w *podWorker) warn(reason, msg string) {
 
 func (w *podWorker) event(eventType, reason, msg string) {
 	w.n.recorder.Event(w.pod, eventType, reason, msg)
+}
+
+// container is the spec of the pod's container name, nil when there is none.
+func (w *podWorker) container(name string) *corev1.Container {
+	for i := range w.pod.Spec.Containers {
+		if w.pod.Spec.Containers[i].Name == name {
+			return &w.pod.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// preStopSleep runs a container's preStop sleep action (the only hook kind the process node
+// supports; exec and HTTP hooks are ignored), bounded by the grace period, and returns how long
+// it slept.
+func preStopSleep(ctx context.Context, c *corev1.Container, grace time.Duration) time.Duration {
+	if c == nil || c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
+		return 0
+	}
+	d := min(time.Duration(c.Lifecycle.PreStop.Sleep.Seconds)*time.Second, grace)
+	if d <= 0 {
+		return 0
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	start := time.Now()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return time.Since(start)
 }

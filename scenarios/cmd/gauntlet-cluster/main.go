@@ -7,10 +7,12 @@
 //	gauntlet-cluster down [--provider P] [--name N]
 //	gauntlet-cluster logs [--provider P] [--name N] [--dest DIR]
 //	gauntlet-cluster list [--provider P]
+//	gauntlet-cluster load --provider kind [--name N] IMAGE...
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,7 +33,8 @@ commands:
   up     create a local cluster and wait until it is ready
   down   delete a local cluster (processes, mounts, listeners, state)
   logs   export a cluster's logs (control plane, node, pods, cert-manager, objects)
-  list   list local clusters on this machine
+  list   list clusters on this machine
+  load   copy local Docker images into a kind cluster's nodes (kind load docker-image)
 
 Run 'gauntlet-cluster <command> -h' for the command's flags.
 `
@@ -53,6 +56,8 @@ func main() {
 		err = logs(ctx, args)
 	case "list":
 		err = list(args)
+	case "load":
+		err = load(ctx, args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 	default:
@@ -222,6 +227,29 @@ func listTop(w io.Writer, dir string) {
 		}
 		fmt.Fprintf(w, "  %s%s\n", e.Name(), suffix)
 	}
+}
+
+func load(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("load", flag.ExitOnError)
+	name := fs.String("name", envOr("GAUNTLET_CLUSTER", local.DefaultName), "cluster name (env GAUNTLET_CLUSTER)")
+	provider := providerFlag(fs)
+	_ = fs.Parse(args)
+	if *provider != kind.ProviderName {
+		return fmt.Errorf("load copies images into kind nodes: use --provider=kind (a local cluster runs binaries, not images)")
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("load needs at least one image, e.g. gauntlet-cluster load --provider kind --name %s dynamo-operator:dev", *name)
+	}
+	p := kind.NewProvider()
+	p.WithName(*name)
+	if exists, err := p.Exists(); err != nil || !exists {
+		return errors.Join(err, fmt.Errorf("no kind cluster %q", *name))
+	}
+	if err := p.LoadImages(ctx, fs.Args()...); err != nil {
+		return err
+	}
+	fmt.Printf("Loaded %s into kind cluster %q.\n", strings.Join(fs.Args(), ", "), *name)
+	return nil
 }
 
 // providerFlag registers --provider: local (default) or kind.
