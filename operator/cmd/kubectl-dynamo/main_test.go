@@ -55,6 +55,9 @@ func TestUsage(t *testing.T) {
 		{args: []string{"doctor", "extra"}, code: exitUsage, stderr: "unexpected arguments: [extra]"},
 		{args: []string{"doctor", "--timeout=0s"}, code: exitUsage, stderr: "--timeout=0s: must be positive"},
 		{args: []string{"doctor", "--no-such-flag"}, code: exitUsage, stderr: "unknown flag: --no-such-flag"},
+		{args: []string{"doctor", "--connect=direct"}, code: exitUsage, stderr: "--connect=direct: want auto or port-forward"},
+		{args: []string{"doctor", "--connect", ""}, code: exitUsage, stderr: "--connect=: want auto or port-forward"},
+		{args: []string{"doctor", "--help"}, code: exitHealthy, stderr: "--connect string"},
 		{args: []string{"doctor", "--kubeconfig", "/nonexistent/kubeconfig"}, code: exitUsage, stderr: "loading kubeconfig"},
 	}
 	for _, tc := range cases {
@@ -91,6 +94,13 @@ func TestDoctorAgainstUnreachableCluster(t *testing.T) {
 		assert.Contains(t, out, "– admission-dry-run")
 		assert.Contains(t, out, "(skipped: depends on api-server)")
 		assert.Equal(t, "unhealthy: 1 root cause: api-server; 0 consequential failures, 11 skipped", lines[len(lines)-1])
+	})
+
+	t.Run("--connect=port-forward", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"doctor", "--kubeconfig", kubeconfig, "--context", "gone", "--timeout", "20s", "--connect=port-forward"}, &stdout, &stderr)
+		assert.Equal(t, exitUnhealthy, code, "stderr: %s", stderr.String())
+		assert.True(t, strings.HasPrefix(stdout.String(), "✗ api-server"), stdout.String())
 	})
 
 	t.Run("json", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -151,6 +152,12 @@ func (f *forwarder) setBackend(addr string) {
 	f.dropConnections()
 }
 
+func (f *forwarder) current() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.backend
+}
+
 func (f *forwarder) stop() {
 	f.mu.Lock()
 	if f.ln != nil {
@@ -170,6 +177,7 @@ type world struct {
 	cert       atomic.Pointer[tls.Certificate]
 	logs       *syncBuffer
 	doctor     *Doctor
+	dialed     *dialRecorder
 }
 
 func freePort(t testing.TB) int {
@@ -230,10 +238,59 @@ func newWorld(t *testing.T) *world {
 	w.fwd = &forwarder{addr: net.JoinHostPort(e2eClusterIP, strconv.Itoa(e2eServicePort)), backend: w.fast, conns: map[net.Conn]struct{}{}}
 	t.Cleanup(w.fwd.stop)
 	kubelet.serve(w.r.namespace, w.r.podName(), "operator", w.logs.String)
-	d, err := New(env.Config, Options{Release: w.r.name, Namespace: w.r.namespace, TestNamespace: w.r.testNamespace, DialTimeout: 2 * time.Second})
-	require.NoError(t, err)
-	w.doctor = d
+	// A port-forward to the operator Pod's webhook port reaches the backend the Service
+	// forwards to.
+	kubelet.forwardTo(w.r.namespace, w.r.podName(), w.r.podPort, w.fwd.current)
+	w.useDoctor(t, ConnectAuto)
 	return w
+}
+
+// useDoctor makes w.doctor a Doctor that reaches the webhook as connect says and records the
+// addresses it dials in w.dialed.
+func (w *world) useDoctor(t *testing.T, connect Connect) {
+	t.Helper()
+	d, err := New(env.Config, Options{Release: w.r.name, Namespace: w.r.namespace, TestNamespace: w.r.testNamespace, DialTimeout: 2 * time.Second, Connect: connect})
+	require.NoError(t, err)
+	w.dialed = &dialRecorder{}
+	d.dial = w.dialed.dial
+	w.doctor = d
+}
+
+// dialRecorder dials and remembers the addresses.
+type dialRecorder struct {
+	mu    sync.Mutex
+	addrs []string
+}
+
+func (r *dialRecorder) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	r.mu.Lock()
+	r.addrs = append(r.addrs, addr)
+	r.mu.Unlock()
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
+// take returns the addresses dialed since the last take.
+func (r *dialRecorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.addrs
+	r.addrs = nil
+	return out
+}
+
+// expectNoClusterAddressDialed checks that since the last take, the doctor dialed only
+// loopback addresses that are neither the Service's ClusterIP nor the Pod IP: port-forwards'
+// local ends.
+func (w *world) expectNoClusterAddressDialed(t *testing.T) {
+	t.Helper()
+	for _, addr := range w.dialed.take() {
+		host, _, err := net.SplitHostPort(addr)
+		require.NoError(t, err)
+		assert.Equal(t, "127.0.0.1", host, "the doctor dialed %s with --connect=port-forward", addr)
+		assert.NotEqual(t, w.r.clusterIP, host)
+		assert.NotEqual(t, w.r.podIP, host)
+	}
 }
 
 // reset installs the healthy release again and waits until the doctor agrees.
@@ -453,49 +510,98 @@ func TestDoctorAgainstAPIServer(t *testing.T) {
 		},
 	}
 
-	t.Run("healthy release: every check passes", func(t *testing.T) {
-		w.reset(t)
-		report := w.doctor.Run(context.Background())
-		require.True(t, report.Healthy(), text(report))
-		require.Len(t, report, len(allChecks()))
-		dry, _ := report.Find(CheckDryRun)
-		assert.Contains(t, strings.Join(dry.Details, "\n"), `admission webhook "vdynamographdeployment.nvidia.com" denied the request`)
-		assert.Contains(t, strings.Join(dry.Details, "\n"), "mutating webhook stamped nvidia.com/dynamo-operator-origin-version=v0.0.0-doctor-test")
-		t.Logf("healthy release:\n%s", text(report))
-	})
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			w.reset(t)
-			tc.inject(t, w)
-			report := w.runUntil(func(report Report) bool {
-				roots := report.Roots()
-				if len(roots) != 1 || roots[0].ID != tc.root || roots[0].Scenario != tc.scenario {
-					return false
+	// Every case runs with each way of reaching the webhook: the classification is the same;
+	// with --connect=port-forward the doctor dials nothing but port-forwards' local ends.
+	for _, connect := range ConnectModes() {
+		t.Run("connect="+string(connect), func(t *testing.T) {
+			w.useDoctor(t, connect)
+			t.Run("healthy release: every check passes", func(t *testing.T) {
+				w.reset(t)
+				w.dialed.take()
+				report := w.doctor.Run(context.Background())
+				require.True(t, report.Healthy(), text(report))
+				require.Len(t, report, len(allChecks()))
+				dry, _ := report.Find(CheckDryRun)
+				assert.Contains(t, strings.Join(dry.Details, "\n"), `admission webhook "vdynamographdeployment.nvidia.com" denied the request`)
+				assert.Contains(t, strings.Join(dry.Details, "\n"), "mutating webhook stamped nvidia.com/dynamo-operator-origin-version=v0.0.0-doctor-test")
+				served, _ := report.Find(CheckServingCertificate)
+				details := strings.Join(served.Details, "\n")
+				if connect == ConnectPortForward {
+					assert.Contains(t, details, "through a port-forward to a ready endpoint pod, via the API server: --connect=port-forward")
+					assert.Contains(t, details, fmt.Sprintf("pod %s port %d (port-forward): handshake verified", w.r.podName(), w.r.podPort))
+					w.expectNoClusterAddressDialed(t)
+				} else {
+					assert.Contains(t, details, e2eClusterIP+":"+strconv.Itoa(e2eServicePort)+" (ClusterIP of Service dynamo-system/dynamo-webhook-service): handshake verified")
+					assert.Contains(t, w.dialed.take(), net.JoinHostPort(e2eClusterIP, strconv.Itoa(e2eServicePort)))
 				}
-				for id, want := range tc.others {
-					got, _ := report.Find(id)
-					if got.Status != want.status || (want.status == StatusConsequence && got.Scenario != want.scenario) {
-						return false
-					}
-				}
-				return true
+				t.Logf("healthy release:\n%s", text(report))
 			})
-			t.Logf("%s:\n%s", tc.name, text(report))
-			requireOneRoot(t, report, tc.root, tc.scenario)
-			for id, want := range tc.others {
-				got, _ := report.Find(id)
-				assert.Equal(t, want.status, got.Status, "status of %s", id)
-				if want.status == StatusConsequence {
-					assert.Equal(t, want.scenario, got.Scenario, "scenario named by %s", id)
-					assert.Equal(t, []string{tc.root}, got.DependsOn, "%s is a consequence of the root", id)
-				}
-			}
-			for _, res := range report {
-				assertNoKeyMaterial(t, res, w.r.serving.keyPEM)
-				if res.Status == StatusConsequence || res.Status == StatusSkipped {
-					assert.Equal(t, []string{tc.root}, res.DependsOn, "%s depends on the one root", res.ID)
-				}
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					w.reset(t)
+					tc.inject(t, w)
+					report := w.runUntil(func(report Report) bool {
+						roots := report.Roots()
+						if len(roots) != 1 || roots[0].ID != tc.root || roots[0].Scenario != tc.scenario {
+							return false
+						}
+						for id, want := range tc.others {
+							got, _ := report.Find(id)
+							if got.Status != want.status || (want.status == StatusConsequence && got.Scenario != want.scenario) {
+								return false
+							}
+						}
+						return true
+					})
+					t.Logf("%s:\n%s", tc.name, text(report))
+					requireOneRoot(t, report, tc.root, tc.scenario)
+					for id, want := range tc.others {
+						got, _ := report.Find(id)
+						assert.Equal(t, want.status, got.Status, "status of %s", id)
+						if want.status == StatusConsequence {
+							assert.Equal(t, want.scenario, got.Scenario, "scenario named by %s", id)
+							assert.Equal(t, []string{tc.root}, got.DependsOn, "%s is a consequence of the root", id)
+						}
+					}
+					for _, res := range report {
+						assertNoKeyMaterial(t, res, w.r.serving.keyPEM)
+						if res.Status == StatusConsequence || res.Status == StatusSkipped {
+							assert.Equal(t, []string{tc.root}, res.DependsOn, "%s depends on the one root", res.ID)
+						}
+					}
+					if connect == ConnectPortForward {
+						if served, _ := report.Find(CheckServingCertificate); served.Status != StatusSkipped {
+							assert.Contains(t, strings.Join(served.Details, "\n"), "--connect=port-forward", "the details say why it port-forwarded")
+						}
+						w.expectNoClusterAddressDialed(t)
+					}
+				})
 			}
 		})
 	}
+}
+
+// TestDoctorPortForwardRefusedInPod: with --connect=port-forward, a ready endpoint Pod with
+// nothing listening on its webhook port is T6 with "connection refused", as a refused dial
+// is with --connect=auto; the refusal comes from the far end of the port-forward (the
+// kubelet's error stream).
+func TestDoctorPortForwardRefusedInPod(t *testing.T) {
+	w := newWorld(t)
+	w.useDoctor(t, ConnectPortForward)
+	w.reset(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	w.fwd.setBackend(closed)
+	t.Cleanup(func() { w.fwd.setBackend(w.fast) })
+
+	report := w.doctor.run(context.Background(), checksByID(t, CheckConfigurations, CheckCABundle, CheckService, CheckEndpoints, CheckServingCertificate))
+	t.Logf("\n%s", text(report))
+	root := requireOneRoot(t, report, CheckServingCertificate, "T6")
+	assert.Contains(t, root.Cause, "through a port-forward (--connect=port-forward): connection refused")
+	details := strings.Join(root.Details, "\n")
+	assert.Contains(t, details, fmt.Sprintf("pod %s port %d (port-forward): ", w.r.podName(), w.r.podPort))
+	assert.Contains(t, details, "connect: connection refused")
+	w.expectNoClusterAddressDialed(t)
 }

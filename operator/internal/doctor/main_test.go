@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/apimachinery/pkg/util/httpstream/spdy"
+	"k8s.io/client-go/tools/portforward"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/operator/internal/testcluster"
@@ -62,15 +66,20 @@ func TestMain(m *testing.M) {
 // testKubelet answers the kubelet API's GET /containerLogs/{ns}/{pod}/{container}, which
 // is what the API server calls for pods/log; nothing else of a kubelet is needed here.
 type testKubelet struct {
-	srv  *httptest.Server
-	port int32
-	mu   sync.Mutex
-	logs map[string]func() string // "ns/pod/container" -> log content
+	srv      *httptest.Server
+	port     int32
+	mu       sync.Mutex
+	logs     map[string]func() string // "ns/pod/container" -> log content
+	forwards map[string]func() string // "ns/pod/port" -> the address behind the Pod's port
 }
 
 func startKubelet() *testKubelet {
-	k := &testKubelet{logs: map[string]func() string{}}
+	k := &testKubelet{logs: map[string]func() string{}, forwards: map[string]func() string{}}
 	k.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if nsPod, ok := strings.CutPrefix(r.URL.Path, "/portForward/"); ok {
+			k.portForward(w, r, nsPod)
+			return
+		}
 		key, ok := strings.CutPrefix(r.URL.Path, "/containerLogs/")
 		k.mu.Lock()
 		content, found := k.logs[key]
@@ -93,6 +102,98 @@ func (k *testKubelet) serve(namespace, pod, container string, content func() str
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.logs[namespace+"/"+pod+"/"+container] = content
+}
+
+// forwardTo makes port-forwards to the Pod's port lead to the address backend returns (at the
+// time of each connection).
+func (k *testKubelet) forwardTo(namespace, pod string, port int32, backend func() string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.forwards[fmt.Sprintf("%s/%s/%d", namespace, pod, port)] = backend
+}
+
+// portForward is the kubelet's POST /portForward/{ns}/{pod}, which the API server proxies
+// pods/portforward to (it speaks SPDY to the kubelet, whatever the client used): per
+// forwarded connection the client opens an error and a data stream with the same requestID;
+// the kubelet connects to the Pod's port and copies, or writes why it could not to the error
+// stream (what the client's forwarder logs as "an error occurred forwarding").
+func (k *testKubelet) portForward(w http.ResponseWriter, r *http.Request, nsPod string) {
+	if _, err := httpstream.Handshake(r, w, []string{portforward.PortForwardProtocolV1Name}); err != nil {
+		return
+	}
+	done := make(chan struct{})
+	defer close(done)
+	streams := make(chan httpstream.Stream)
+	conn := spdy.NewResponseUpgrader().UpgradeResponse(w, r, func(s httpstream.Stream, _ <-chan struct{}) error {
+		select {
+		case streams <- s:
+		case <-done:
+		}
+		return nil
+	})
+	if conn == nil {
+		return
+	}
+	defer conn.Close()
+	pairs := map[string][2]httpstream.Stream{} // requestID -> error, data
+	for {
+		select {
+		case <-conn.CloseChan():
+			return
+		case s := <-streams:
+			id := s.Headers().Get(corev1.PortForwardRequestIDHeader)
+			p := pairs[id]
+			switch s.Headers().Get(corev1.StreamType) {
+			case corev1.StreamTypeError:
+				p[0] = s
+			case corev1.StreamTypeData:
+				p[1] = s
+			default:
+				_ = s.Reset()
+				continue
+			}
+			if p[0] == nil || p[1] == nil {
+				pairs[id] = p
+				continue
+			}
+			delete(pairs, id)
+			go k.forwardStreams(nsPod, p[0], p[1])
+		}
+	}
+}
+
+func (k *testKubelet) forwardStreams(nsPod string, errStream, data httpstream.Stream) {
+	defer errStream.Close()
+	defer data.Close()
+	port := data.Headers().Get(corev1.PortHeader)
+	k.mu.Lock()
+	backend, ok := k.forwards[nsPod+"/"+port]
+	k.mu.Unlock()
+	if !ok {
+		fmt.Fprintf(errStream, "error forwarding port %s to pod %s: the pod does not listen on it", port, nsPod)
+		return
+	}
+	up, err := net.DialTimeout("tcp", backend(), 5*time.Second)
+	if err != nil {
+		fmt.Fprintf(errStream, "error forwarding port %s to pod %s, uid : failed to connect to localhost:%s inside the pod's network namespace: %v", port, nsPod, port, err)
+		return
+	}
+	defer up.Close()
+	copied := make(chan struct{}, 2)
+	go func() {
+		_, _ = io.Copy(up, data)
+		_ = up.(*net.TCPConn).CloseWrite()
+		copied <- struct{}{}
+	}()
+	go func() {
+		_, _ = io.Copy(data, up)
+		copied <- struct{}{}
+	}()
+	<-copied
+	select {
+	case <-copied:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // registerNode creates the Node whose kubelet endpoint is 127.0.0.1:port, so pods/log of
