@@ -87,3 +87,18 @@ func TestParseLogKeepsJSONLinesOnly(t *testing.T) {
 		t.Errorf("second entry: %+v", got[1])
 	}
 }
+
+func TestDoctorArgsPortForwardOnlyWithoutTheServiceNetwork(t *testing.T) {
+	d := doctorTarget{release: "dynamo", namespace: "dynamo-system", testNamespace: "t1-abc"}
+	reachable := strings.Join(d.args("/k", true), " ")
+	if strings.Contains(reachable, "--connect") {
+		t.Errorf("with the Service network reachable from here the doctor keeps its default: %s", reachable)
+	}
+	unreachable := d.args("/k", false)
+	if got := unreachable[len(unreachable)-1]; got != "--connect=port-forward" {
+		t.Errorf("without the Service network the doctor must port-forward: %v", unreachable)
+	}
+	if !strings.Contains(strings.Join(unreachable, " "), "--test-namespace t1-abc") {
+		t.Errorf("args: %v", unreachable)
+	}
+}
