@@ -231,7 +231,9 @@ func certManagerRenewal() types.Feature {
 			expect.NoError(t, install.WaitCertificateReady(ctx, c.RESTConfig(), r.Namespace, r.ServingCertificateName(), issuanceTimeout), "before the renewal")
 			expectAdmission(ctx, t, c, r, "before the renewal")
 			before = mustReadSecret(ctx, t, c, r)
-			expectServed(ctx, t, c, r, before.Leaf)
+			// The Secret may have just changed (C7 ends by restoring the chart's issuer): the
+			// running pod sees it once the kubelet refreshes the mounted volume.
+			expectServedWithin(ctx, t, c, r, before.Leaf, issuanceTimeout)
 			pods = snapshotPods(ctx, t, c, r)
 			crt, err := certManagerClient(t, c).CertmanagerV1().Certificates(r.Namespace).Get(ctx, r.ServingCertificateName(), metav1.GetOptions{})
 			expect.NoError(t, err, "getting Certificate %s/%s", r.Namespace, r.ServingCertificateName())
