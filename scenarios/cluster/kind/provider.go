@@ -275,19 +275,24 @@ func (p *Provider) create(ctx context.Context) (kubeconfig string, err error) {
 	}); err != nil {
 		return "", err
 	}
+	rc := p.KubernetesRestConfig()
+	if rc == nil {
+		return "", fmt.Errorf("kind cluster %q: kind wrote no usable kubeconfig at %s", p.name, p.GetKubeconfig())
+	}
 	if err := pr.Step("Fencing the cluster network (no Service or pod packet leaves a node)", func() error {
 		return p.fenceClusterNetwork(ctx, cfg.cluster)
 	}); err != nil {
 		return "", err
 	}
+	if len(cfg.cluster.Nodes) > 1 {
+		if err := pr.Step("Wiring the pod network between the nodes", func() error { return p.wirePodNetwork(ctx, rc) }); err != nil {
+			return "", err
+		}
+	}
 	if len(p.images) > 0 {
 		if err := pr.Step("Loading images "+strings.Join(p.images, ", "), func() error { return p.LoadImages(ctx, p.images...) }); err != nil {
 			return "", err
 		}
-	}
-	rc := p.KubernetesRestConfig()
-	if rc == nil {
-		return "", fmt.Errorf("kind cluster %q: kind wrote no usable kubeconfig at %s", p.name, p.GetKubeconfig())
 	}
 	if p.certManager {
 		if err := pr.Step("Starting cert-manager (controllers and cainjector Deployments)", func() error {

@@ -69,3 +69,22 @@ func TestContainerdID(t *testing.T) {
 	_, err = containerdID(pod, "missing")
 	require.ErrorContains(t, err, "has no status for container missing")
 }
+
+func TestWithPodRange(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "kind", "node-image", "10-ptp.conflist"))
+	require.NoError(t, err)
+	out, err := withPodRange(raw, "10.244.1.0/24")
+	require.NoError(t, err)
+	assert.Contains(t, string(out), `"subnet": "10.244.1.0/24"`)
+	assert.NotContains(t, string(out), "10.244.0.0/24", "the first node's range is replaced, not added")
+	assert.Contains(t, string(out), `"portmap"`, "the other plugins stay")
+
+	_, err = withPodRange([]byte(`{"plugins":[{"type":"bridge"}]}`), "10.244.1.0/24")
+	require.ErrorContains(t, err, "no host-local IPAM")
+}
+
+func TestWorkersConfigIsValid(t *testing.T) {
+	c, err := loadClusterConfig(filepath.Join("..", "..", "..", "kind", "cluster-workers.yaml"))
+	require.NoError(t, err)
+	assert.Len(t, c.Nodes, 2)
+}
