@@ -87,7 +87,7 @@ cluster-logs: cluster-cli ## Export CLUSTER's logs to _output/cluster-logs/CLUST
 	@$(CLUSTER_CLI) logs --provider $(PROVIDER) --name $(CLUSTER) --dest $(OUTPUT)/cluster-logs/$(CLUSTER)
 
 .PHONY: test
-test: lint control-plane kind-host-check ## Lint, every module's tests (unit, envtest, chart, every e2e suite on local), suite autocert on kind, a short fuzz run.
+test: lint control-plane kind-host-check kind-node-image ## Lint, every module's tests (unit, envtest, chart, every e2e suite on local), suite autocert on kind, a short fuzz run.
 	@mkdir -p $(OUTPUT)/test
 	@echo "• go test ($(PACKAGES)); full log: $(OUTPUT)/test/go-test.log"
 	@go test -count=1 -v -timeout 30m $(PACKAGES) 2>&1 | tee $(OUTPUT)/test/go-test.log | hack/test-summary.sh

@@ -265,13 +265,17 @@ func (p *Provider) create(ctx context.Context) (kubeconfig string, err error) {
 			return err
 		}
 		created = true // kind removes what it made on failure; we remove the state dir
-		return p.kind.Create(p.name,
+		err := p.kind.Create(p.name,
 			cluster.CreateWithV1Alpha4Config(cfg.cluster),
 			cluster.CreateWithNodeImage(p.nodeImage),
 			cluster.CreateWithWaitForReady(readyTimeout),
 			cluster.CreateWithKubeconfigPath(p.GetKubeconfig()),
 			cluster.CreateWithDisplayUsage(false),
 			cluster.CreateWithDisplaySalutation(false))
+		if err != nil {
+			return fmt.Errorf("kind could not create cluster %q: %w", p.name, err)
+		}
+		return nil
 	}); err != nil {
 		return "", err
 	}
