@@ -14,11 +14,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,6 +136,8 @@ func (s *Suite) Run(m *testing.M) int {
 	s.progress.printf("suite %s: provider %s, Kubernetes %s, operator %s; scenarios %s; reports in %s",
 		s.spec.Name, s.opts.provider, s.opts.kubernetesVersion, s.opts.operatorVersion, strings.Join(ids, " "), s.outputDir())
 
+	stopWatching := s.deleteClusterOnInterrupt()
+	defer stopWatching()
 	s.env.Setup(s.setupCluster, s.setupRelease)
 	code := s.env.Run(m)
 
@@ -226,7 +230,9 @@ func (s *Suite) setupCluster(ctx context.Context, cfg *envconf.Config) (context.
 		s.setupErr = err
 		return ctx, err
 	}
+	s.mu.Lock()
 	s.cluster, s.reused = c, reused
+	s.mu.Unlock()
 	s.recorder.SetKubernetesVersion(c.KubernetesVersion())
 	cfg.WithKubeconfigFile(c.KubeconfigPath())
 	if reused {
@@ -353,6 +359,36 @@ func (s *Suite) printSummary() {
 	c := sum.Counts()
 	s.progress.printf("suite %s: %d passed, %d failed, %d skipped in %.1fs → %s/{%s,%s}",
 		s.spec.Name, c.Passed, c.Failed, c.Skipped, sum.Seconds, s.outputDir(), report.SummaryFile, report.JUnitFile)
+}
+
+// deleteClusterOnInterrupt makes Ctrl-C (or SIGTERM) end the run the way its end would: the
+// suite's cluster is deleted (unless kept) before the process exits, so an interrupted `make
+// e2e` leaves nothing running. Interrupted while the cluster is being created, it says how to
+// delete what was made. The returned func stops watching.
+func (s *Suite) deleteClusterOnInterrupt() (stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			s.progress.printf("✗ interrupted (%s)", sig)
+			s.mu.Lock()
+			c := s.cluster
+			s.mu.Unlock()
+			if c == nil {
+				s.progress.printf("the cluster %s may be half made: delete it with `make cluster-down PROVIDER=%s CLUSTER=%s`", s.opts.clusterName, s.opts.provider, s.opts.clusterName)
+			} else if err := s.teardownCluster(); err != nil {
+				s.progress.printf("✗ %v", err)
+			}
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
 }
 
 func (s *Suite) teardownCluster() error {
