@@ -200,7 +200,8 @@ func (p *Provider) ExportLogs(_ context.Context, dir string) error {
 	return nil
 }
 
-// Destroy deletes the cluster and checks that none of its containers is left.
+// Destroy deletes the cluster and checks that none of its containers is left (kind removes
+// their volumes with them; its shared Docker network "kind" stays, as kind leaves it).
 func (p *Provider) Destroy(context.Context) error {
 	if err := p.kind.Delete(p.name, p.GetKubeconfig()); err != nil {
 		return fmt.Errorf("deleting kind cluster %q: %w", p.name, err)
@@ -208,18 +209,15 @@ func (p *Provider) Destroy(context.Context) error {
 	if err := os.RemoveAll(filepath.Dir(p.GetKubeconfig())); err != nil {
 		return err
 	}
-	if left, err := containersOf(p.name); err != nil || len(left) > 0 {
-		return errors.Join(err, leftoverError(p.name, left))
+	left, err := containersOf(p.name)
+	if err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("deleting kind cluster %q left containers behind: %s (remove them with `docker rm -f -v %s`)",
+			p.name, strings.Join(left, ", "), strings.Join(left, " "))
 	}
 	return nil
-}
-
-func leftoverError(name string, left []string) error {
-	if len(left) == 0 {
-		return nil
-	}
-	return fmt.Errorf("deleting kind cluster %q left containers behind: %s (remove them with `docker rm -f -v %s`)",
-		name, strings.Join(left, ", "), strings.Join(left, " "))
 }
 
 // create runs the creation steps; kind itself removes the containers of a failed create, and
