@@ -22,8 +22,10 @@ import (
 )
 
 // settled waits until the topology is in its steady state — B's Deployment Available with
-// one pod, B's pod holding a fresh Lease, and every pod of A excluding B's namespace — and
-// returns B's pod (the Lease holder).
+// one pod, B's pod holding a fresh Lease, every pod of A excluding B's namespace, and B's
+// webhooks answering through the API server (a node's Service routing follows a new pod a
+// moment after it is Ready; until then B's namespace is validated by nobody) — and returns
+// B's pod (the Lease holder).
 func (s *scenarios) settled(ctx context.Context, t *testing.T, c *suite.Cluster) string {
 	t.Helper()
 	a, b := s.opA(), s.opB()
@@ -48,6 +50,10 @@ func (s *scenarios) settled(ctx context.Context, t *testing.T, c *suite.Cluster)
 			got := m.sum(metricExcluded, map[string]string{labelNamespace: ns})
 			return got == float64(len(pods)), fmt.Sprintf("%g of %d pods report it excluded", got, len(pods)), nil
 		})
+	// A skips the namespace now, so a denial there is B's.
+	if err := install.WaitAdmission(ctx, c.Dynamic(), b.rel, recoverTimeout); err != nil {
+		expect.Fatalf(t, "%s holds its Lease, but its webhooks do not answer: %v", b, err)
+	}
 	return holder
 }
 
