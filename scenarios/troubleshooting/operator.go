@@ -57,13 +57,38 @@ func overlay(base, over map[string]any) map[string]any {
 }
 
 // helmUpgrade runs `helm upgrade` of r and waits until its Deployment is Available (a values
-// change may roll the operator's pods).
+// change may roll the operator's pods) and no pod of the previous rollout is left: a
+// terminating pod keeps answering the API server over the connections it holds open (the
+// chart's preStop sleep keeps it up for shutdownDelaySeconds), so until it is gone a webhook
+// call may still meet the old settings.
 func helmUpgrade(ctx context.Context, c *suite.Cluster, r *install.Release) error {
 	cp := *r // Upgrade writes defaults back; the caller's release stays as it was
 	if err := c.Installer().Upgrade(ctx, &cp); err != nil {
 		return err
 	}
-	return install.WaitDeploymentAvailable(ctx, c.Kube(), cp.Namespace, cp.DeploymentName(), rolloutTimeout)
+	if err := install.WaitDeploymentAvailable(ctx, c.Kube(), cp.Namespace, cp.DeploymentName(), rolloutTimeout); err != nil {
+		return err
+	}
+	return waitNoTerminatingPods(ctx, c, &cp)
+}
+
+// waitNoTerminatingPods waits until none of the release's operator pods is terminating.
+func waitNoTerminatingPods(ctx context.Context, c *suite.Cluster, r *install.Release) error {
+	what := fmt.Sprintf("the terminating pods of Deployment %s/%s to be gone", r.Namespace, r.DeploymentName())
+	return install.Wait(ctx, what, rolloutTimeout, func(ctx context.Context) (bool, string, error) {
+		pods, err := install.OperatorPods(ctx, c.Kube(), r)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		var terminating, states []string
+		for _, p := range pods {
+			states = append(states, install.PodState(&p))
+			if p.DeletionTimestamp != nil {
+				terminating = append(terminating, p.Name)
+			}
+		}
+		return len(terminating) == 0, fmt.Sprintf("terminating pods left: %v; pods: %s", terminating, strings.Join(states, "; ")), nil
+	})
 }
 
 // replicas reads the operator Deployment's desired replicas.
