@@ -72,7 +72,7 @@ func (e *externalRelease) reissue(ctx context.Context, t *testing.T, c *suite.Cl
 func expectServed(ctx context.Context, t *testing.T, c *suite.Cluster, rel *install.Release, want *x509.Certificate) {
 	t.Helper()
 	what := fmt.Sprintf("Service %s/%s to serve the new certificate (%s)", rel.Namespace, rel.ServiceName(), install.Describe(want))
-	expect.Eventually(ctx, t, what, propagationTimeout, func(ctx context.Context) (bool, string, error) {
+	expect.Eventually(ctx, t, what, secretVolumeTimeout, func(ctx context.Context) (bool, string, error) {
 		chain, err := c.ServedCertificates(ctx, rel.Namespace, rel.ServiceName(), 443)
 		if err != nil {
 			return false, err.Error(), nil

@@ -70,6 +70,11 @@ const (
 	// propagationTimeout bounds how long the API server takes to act on a change of a
 	// webhook configuration, a namespace label, RBAC or an admission policy (informers).
 	propagationTimeout = time.Minute
+	// secretVolumeTimeout bounds how long a changed Secret takes to reach a running pod's
+	// volume and be served: the kubelet rewrites Secret volumes when it next syncs the pod, up
+	// to its sync period (1 min) plus 50% jitter later, and the operator's certificate watcher
+	// polls every 10 s. (On local the node agent watches Secrets: about a second.)
+	secretVolumeTimeout = 2 * time.Minute
 	// baselineTimeout bounds the wait for a healthy cluster before a scenario starts; the
 	// previous scenario's teardown already waited for it, so this only absorbs a slow doctor.
 	baselineTimeout = 30 * time.Second
