@@ -37,7 +37,12 @@ type row struct {
 
 func combine(suites []Summary) combined {
 	c := combined{suites: slices.Clone(suites)}
-	slices.SortStableFunc(c.suites, func(a, b Summary) int { return CompareIDs(a.Suite, b.Suite) })
+	slices.SortStableFunc(c.suites, func(a, b Summary) int {
+		if n := CompareIDs(a.Suite, b.Suite); n != 0 {
+			return n
+		}
+		return strings.Compare(a.Provider, b.Provider)
+	})
 	byID := map[string]*row{}
 	for si, s := range c.suites {
 		s = s.normalized()
@@ -65,6 +70,18 @@ func combine(suites []Summary) combined {
 	return c
 }
 
+// column names suite si in the scenario grid: its name, and its provider too when the table
+// holds runs of more than one provider (the same suite on local and on kind).
+func (c combined) column(si int) string {
+	s := c.suites[si]
+	for _, o := range c.suites {
+		if o.Provider != s.Provider {
+			return s.Suite + "/" + s.Provider
+		}
+	}
+	return s.Suite
+}
+
 // noted lists (suite, scenario) pairs with the given outcome filter, in row
 // order, for the failure and measurement sections.
 func (c combined) noted(keep func(Scenario) bool) []notedScenario {
@@ -72,7 +89,7 @@ func (c combined) noted(keep func(Scenario) bool) []notedScenario {
 	for _, r := range c.rows {
 		for si, sc := range r.cells {
 			if sc != nil && keep(*sc) {
-				out = append(out, notedScenario{suite: c.suites[si].Suite, sc: *sc})
+				out = append(out, notedScenario{suite: c.column(si), sc: *sc})
 			}
 		}
 	}
@@ -119,8 +136,8 @@ func RenderMarkdown(w io.Writer, suites []Summary) error {
 
 	if len(c.rows) > 0 {
 		b.WriteString("## Scenarios\n\n| ID | Title |")
-		for _, s := range c.suites {
-			fmt.Fprintf(&b, " %s |", mdCell(s.Suite))
+		for si := range c.suites {
+			fmt.Fprintf(&b, " %s |", mdCell(c.column(si)))
 		}
 		b.WriteString("\n|---|---|" + strings.Repeat("---|", len(c.suites)) + "\n")
 		for _, r := range c.rows {
@@ -254,8 +271,8 @@ func RenderText(w io.Writer, suites []Summary) error {
 		b.WriteString("\n")
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprint(tw, "ID\tTITLE")
-		for _, s := range c.suites {
-			fmt.Fprintf(tw, "\t%s", strings.ToUpper(oneLine(s.Suite)))
+		for si := range c.suites {
+			fmt.Fprintf(tw, "\t%s", strings.ToUpper(oneLine(c.column(si))))
 		}
 		fmt.Fprintln(tw)
 		for _, r := range c.rows {

@@ -153,3 +153,27 @@ func lineStartingWith(t *testing.T, lines []string, prefix string) string {
 	t.Fatalf("no line starts with %q", prefix)
 	return ""
 }
+
+func TestOneSuiteOnTwoProvidersGetsAColumnEach(t *testing.T) {
+	local := Summary{Suite: "autocert", Provider: "local", KubernetesVersion: "v1.37.0", Seconds: 60, Scenarios: []Scenario{
+		{ID: "C6", Title: "No startup race", Result: Passed, Seconds: 9},
+	}}
+	kind := local
+	kind.Provider, kind.Seconds = "kind", 132
+	kind.Scenarios = []Scenario{{ID: "C6", Title: "No startup race", Result: Failed, Seconds: 27, Details: map[string]any{MessageKey: "connection refused"}}}
+
+	var b bytes.Buffer
+	require.NoError(t, RenderText(&b, []Summary{kind, local}))
+	text := b.String()
+	assert.Contains(t, text, "AUTOCERT/KIND")
+	assert.Contains(t, text, "AUTOCERT/LOCAL")
+	assert.Regexp(t, `autocert\s+kind\s+v1.37.0\s+0\s+1\s+0\s+2m12s`, text, "each run has its own totals row with its time")
+
+	b.Reset()
+	require.NoError(t, RenderMarkdown(&b, []Summary{kind, local}))
+	assert.Contains(t, b.String(), "| autocert/kind |", "the failure names the provider it happened on")
+
+	b.Reset()
+	require.NoError(t, RenderText(&b, []Summary{local}))
+	assert.NotContains(t, b.String(), "AUTOCERT/LOCAL", "one provider: columns keep the suite's name")
+}

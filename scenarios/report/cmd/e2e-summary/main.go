@@ -3,11 +3,12 @@
 // after the suites:
 //
 //	go run ./scenarios/report/cmd/e2e-summary -dir _output/e2e
+//	go run ./scenarios/report/cmd/e2e-summary -dir _output/e2e-local -dir _output/e2e-kind -markdown both.md
 //
-// It reads <dir>/*/summary.json, prints the plain-text table, writes
-// <dir>/summary.md, and exits 1 when any scenario failed or no suite wrote a
-// summary (a suite that crashed before reporting must not look green), 2 on
-// usage or I/O errors.
+// It reads <dir>/*/summary.json of every -dir (several: the same suites on several providers,
+// one column per suite and provider), prints the plain-text table, writes <first dir>/summary.md,
+// and exits 1 when any scenario failed or no suite wrote a summary (a suite that crashed before
+// reporting must not look green), 2 on usage or I/O errors.
 package main
 
 import (
@@ -15,26 +16,39 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/report"
 )
 
 func main() {
-	dir := flag.String("dir", "_output/e2e", "directory holding one sub-directory per suite")
-	md := flag.String("markdown", "", "where to write the Markdown table (default <dir>/summary.md)")
+	var dirs []string
+	flag.Func("dir", "directory holding one sub-directory per suite (repeatable; default _output/e2e)", func(d string) error {
+		dirs = append(dirs, d)
+		return nil
+	})
+	md := flag.String("markdown", "", "where to write the Markdown table (default <first dir>/summary.md)")
 	flag.Parse()
-	if *md == "" {
-		*md = filepath.Join(*dir, report.MarkdownFile)
+	if len(dirs) == 0 {
+		dirs = []string{"_output/e2e"}
 	}
-	os.Exit(run(*dir, *md))
+	if *md == "" {
+		*md = filepath.Join(dirs[0], report.MarkdownFile)
+	}
+	os.Exit(run(dirs, *md))
 }
 
-func run(dir, mdPath string) int {
-	suites, err := report.ReadSuites(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e-summary:", err)
-		return 2
+func run(dirs []string, mdPath string) int {
+	var suites []report.Summary
+	for _, dir := range dirs {
+		s, err := report.ReadSuites(dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e-summary:", err)
+			return 2
+		}
+		suites = append(suites, s...)
 	}
+	dir := strings.Join(dirs, ", ")
 	if err := report.RenderText(os.Stdout, suites); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e-summary: printing table:", err)
 		return 2
