@@ -16,8 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
-
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -27,6 +25,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/bench/result"
 	"github.com/gauntlet-dev/gauntlet/bench/testbed"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
 
 // Ladder names; comparisons match steps by name and rate, so these are part

@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
 
 // KubernetesVersion is the control-plane version whose binaries StartEnvtest

@@ -9,14 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
 
 // LocalOptions configure StartLocal.

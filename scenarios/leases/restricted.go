@@ -8,14 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
-
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"

@@ -10,15 +10,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 	corev1 "k8s.io/api/core/v1"
-
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 )
 

@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
-
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/exec"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 )
 
 // DialService opens a TCP connection to a Service's ClusterIP:port from inside the cluster

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
-
 	"github.com/gauntlet-dev/gauntlet/scenarios/certmanager"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
 
 // startCertManager installs cert-manager's CRDs and starts gauntlet-cert-manager; its informers

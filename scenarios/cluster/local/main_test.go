@@ -25,8 +25,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
-
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/e2e-framework/pkg/env"
@@ -34,6 +32,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
 
 // The conformance suite runs against one cluster (node and cert-manager enabled) created

@@ -22,14 +22,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/steps"
-	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
-
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/e2e-framework/klient"
 	"sigs.k8s.io/e2e-framework/support"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/steps"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
 
 // DefaultName is the cluster name used when none is given.
