@@ -25,13 +25,7 @@ start=$SECONDS
 step() { printf '• %-26s %s\n' "$1" "$2" >&2; }
 
 # Version stamps: without them the binaries report v0.0.0-master and kubectl version errors.
-build_date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-minor=$(echo "$K8S_VERSION" | cut -d. -f2)
-k8s_ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  k8s_ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-  k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
-done
+k8s_ldflags=$("$ROOT/hack/k8s-ldflags.sh" "$K8S_VERSION")
 
 build() { # build <name> <module dir> <package> <ldflags>
   local name=$1 dir=$2 pkg=$3 ldflags=$4 t0=$SECONDS

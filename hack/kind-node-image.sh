@@ -41,7 +41,7 @@ fi
 recipe_hash() {
   {
     printf '%s\n' "$K8S_VERSION" "$KIND_MODULE" "$DEBIAN_SUITE" "${MMDEBSTRAP_OPTS[@]}"
-    (cd "$ROOT" && find kind/node-image hack/kind-node-image.sh \
+    (cd "$ROOT" && find kind/node-image hack/kind-node-image.sh hack/k8s-ldflags.sh \
       $(printf 'hack/tools/%s ' "${TOOL_MODULES[@]}") -type f | LC_ALL=C sort | xargs sha256sum)
   } | sha256sum | cut -c1-12
 }
@@ -121,13 +121,7 @@ end
 
 # ---- 2. node binaries ------------------------------------------------------------------------
 begin "node binaries (kubelet, kubeadm, kube-proxy, coredns, crictl, pause)"
-build_date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-minor=$(echo "$K8S_VERSION" | cut -d. -f2)
-k8s_ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  k8s_ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-  k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
-done
+k8s_ldflags=$("$ROOT/hack/k8s-ldflags.sh" "$K8S_VERSION")
 module_version() { # module_version <tools module> <module path>
   awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$ROOT/hack/tools/$1/go.mod"
 }
