@@ -293,12 +293,40 @@ func (i *Installer) WaitReady(ctx context.Context, r *Release, timeout time.Dura
 		return err
 	}
 	i.logf("Deployment %s/%s Available (%.1fs)", d.Namespace, d.DeploymentName(), time.Since(start).Seconds())
+	if err := WaitOldPodsGone(ctx, i.kube, &d, time.Until(deadline)); err != nil {
+		return err
+	}
 	start = time.Now()
 	if err := WaitAdmission(ctx, i.dynamic, &d, time.Until(deadline)); err != nil {
 		return err
 	}
 	i.logf("webhooks of %s answer through the API server (%.1fs)", &d, time.Since(start).Seconds())
 	return nil
+}
+
+// WaitOldPodsGone waits until none of the release's operator pods is terminating. A pod of the
+// previous rollout keeps running for the chart's shutdownDelaySeconds after the Deployment is
+// Available — serving webhooks over the connections the API server holds open, holding a Lease,
+// writing logs — so until it is gone a webhook call may still meet the old settings.
+func WaitOldPodsGone(ctx context.Context, kube kubernetes.Interface, r *Release, timeout time.Duration) error {
+	what := fmt.Sprintf("the terminating pods of Deployment %s/%s to be gone", r.Namespace, r.DeploymentName())
+	return Wait(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
+		pods, err := OperatorPods(ctx, kube, r)
+		if errors.Is(err, ErrNoPods) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		var terminating, states []string
+		for _, p := range pods {
+			states = append(states, PodState(&p))
+			if p.DeletionTimestamp != nil {
+				terminating = append(terminating, p.Name)
+			}
+		}
+		return len(terminating) == 0, fmt.Sprintf("terminating pods left: %v; pods: %s", terminating, strings.Join(states, "; ")), nil
+	})
 }
 
 // RolloutRestart does what `kubectl rollout restart` does: it stamps the pod template with

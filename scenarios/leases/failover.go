@@ -11,6 +11,8 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
@@ -36,6 +38,10 @@ type failover struct {
 	pod       string
 	// leaseBefore was read just before B was stopped, leaseAfter once B's pod was gone.
 	leaseBefore, leaseAfter *coordinationv1.Lease
+	// leaseReleased is the last version of the Lease before B deleted it, nil when it was
+	// not deleted. A stopping B keeps renewing until it releases (the chart's preStop delay
+	// keeps it serving for shutdownDelaySeconds), so this is the Lease it gave up.
+	leaseReleased *coordinationv1.Lease
 	// first is the first probe sent after stoppedAt that A denied; elapsed is from stoppedAt
 	// until its answer: how long users waited for A to validate team-a again.
 	first   probe
@@ -76,6 +82,7 @@ func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.
 	time.Sleep(rand.N(timings.RenewInterval))
 
 	f := failover{how: how, timings: timings, leaseBefore: readLease(ctx, t, c, ns)}
+	released := watchRelease(ctx, t, c, ns, f.leaseBefore)
 	switch how {
 	case killed:
 		f.stoppedAt, f.pod = s.killB(ctx, t, c)
@@ -93,6 +100,7 @@ func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.
 			return ok, fmt.Sprintf("A's view of the probes since B went away: %s (A's logs read: %s)", describeProbes(since(probes, f.stoppedAt), v), aLog.pods()), nil
 		})
 	f.probes = pr.stop()
+	f.leaseReleased = released() // A has taken over: B's deletion, if any, came before
 	// The log lines of the last answers may trail them by a moment.
 	time.Sleep(500 * time.Millisecond)
 	entries := aLog.entries()
@@ -221,10 +229,16 @@ func checkGraceful(t *testing.T, f failover, ns string) {
 		expect.Errorf(t, "expected operator A to log %q about %s after B stopped; its new re-inclusion lines: %v",
 			msgReincluded+"deleted", ns, f.reincluded)
 	}
-	if l := f.leaseBefore; l != nil && l.Spec.RenewTime != nil {
+	l := f.leaseReleased
+	if l == nil {
+		expect.Errorf(t, "expected B's graceful stop to delete Lease %s/%s; no deletion was seen (before the stop: %s)",
+			ns, install.NamespaceLockLease, describeLease(f.leaseBefore))
+		return
+	}
+	if l.Spec.RenewTime != nil {
 		if until := activeUntil(l, f.timings); !f.first.done.Before(until) {
-			expect.Errorf(t, "expected operator A to take %s over as soon as B released its Lease, before it would have expired at %s; the first denial came %.2fs after that",
-				ns, until.Format(time.RFC3339Nano), f.first.done.Sub(until).Seconds())
+			expect.Errorf(t, "expected operator A to take %s over as soon as B released its Lease, before it would have expired at %s (%s); the first denial came %.2fs after that",
+				ns, until.Format(time.RFC3339Nano), describeLease(l), f.first.done.Sub(until).Seconds())
 		}
 	}
 }
@@ -329,4 +343,44 @@ func (s *scenarios) killFailover() types.Feature {
 // gracefulFailover is M5.
 func (s *scenarios) gracefulFailover() types.Feature {
 	return s.failoverFeature("M5", "a restricted operator stopped gracefully deletes its Lease and the cluster-wide one takes over at once", graceful, checkGraceful)
+}
+
+// watchRelease watches the Lease from its version before (nil: no Lease) and returns a func
+// that stops watching and gives the last version seen before the Lease was deleted — nil when
+// it was not deleted.
+func watchRelease(ctx context.Context, t *testing.T, c *suite.Cluster, ns string, before *coordinationv1.Lease) func() *coordinationv1.Lease {
+	t.Helper()
+	if before == nil {
+		return func() *coordinationv1.Lease { return nil }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	w, err := c.Kube().CoordinationV1().Leases(ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + install.NamespaceLockLease, ResourceVersion: before.ResourceVersion})
+	expect.NoError(t, err, "watching Lease %s/%s", ns, install.NamespaceLockLease)
+	done := make(chan *coordinationv1.Lease, 1)
+	go func() {
+		last := before
+		var released *coordinationv1.Lease
+		for ev := range w.ResultChan() {
+			l, ok := ev.Object.(*coordinationv1.Lease)
+			if !ok {
+				continue
+			}
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				last = l
+			case watch.Deleted:
+				if released == nil {
+					released = last
+				}
+			}
+		}
+		done <- released
+	}()
+	return func() *coordinationv1.Lease {
+		cancel()
+		w.Stop()
+		return <-done
+	}
 }

@@ -69,26 +69,7 @@ func helmUpgrade(ctx context.Context, c *suite.Cluster, r *install.Release) erro
 	if err := install.WaitDeploymentAvailable(ctx, c.Kube(), cp.Namespace, cp.DeploymentName(), rolloutTimeout); err != nil {
 		return err
 	}
-	return waitNoTerminatingPods(ctx, c, &cp)
-}
-
-// waitNoTerminatingPods waits until none of the release's operator pods is terminating.
-func waitNoTerminatingPods(ctx context.Context, c *suite.Cluster, r *install.Release) error {
-	what := fmt.Sprintf("the terminating pods of Deployment %s/%s to be gone", r.Namespace, r.DeploymentName())
-	return install.Wait(ctx, what, rolloutTimeout, func(ctx context.Context) (bool, string, error) {
-		pods, err := install.OperatorPods(ctx, c.Kube(), r)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		var terminating, states []string
-		for _, p := range pods {
-			states = append(states, install.PodState(&p))
-			if p.DeletionTimestamp != nil {
-				terminating = append(terminating, p.Name)
-			}
-		}
-		return len(terminating) == 0, fmt.Sprintf("terminating pods left: %v; pods: %s", terminating, strings.Join(states, "; ")), nil
-	})
+	return install.WaitOldPodsGone(ctx, c.Kube(), &cp, rolloutTimeout)
 }
 
 // replicas reads the operator Deployment's desired replicas.
