@@ -48,8 +48,7 @@ type Provider struct {
 	certManager bool
 	out         io.Writer
 
-	kind    *cluster.Provider
-	readyIn time.Duration
+	kind *cluster.Provider
 }
 
 var _ support.E2EClusterProvider = (*Provider)(nil)
@@ -161,11 +160,6 @@ func (p *Provider) KubernetesRestConfig() *rest.Config {
 	}
 	return cfg
 }
-
-// ReadyIn is how long the last Create took from starting the node containers until the
-// cluster was ready (node Ready, images loaded, cert-manager when asked); the node image
-// build is excluded.
-func (p *Provider) ReadyIn() time.Duration { return p.readyIn }
 
 // List names the kind clusters on this machine.
 func (p *Provider) List() ([]string, error) {
@@ -308,9 +302,8 @@ func (p *Provider) create(ctx context.Context) (kubeconfig string, err error) {
 	}); err != nil {
 		return "", err
 	}
-	p.readyIn = time.Since(nodesStart)
 	pr.Printf("Cluster %q is ready: %.1fs from creating the nodes (%.1fs in all)\n",
-		p.name, p.readyIn.Seconds(), time.Since(started).Seconds())
+		p.name, time.Since(nodesStart).Seconds(), time.Since(started).Seconds())
 	return p.GetKubeconfig(), nil
 }
 
