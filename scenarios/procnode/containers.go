@@ -35,7 +35,7 @@ type containerRun struct {
 	startedGate chan struct{}
 	stopProbes  context.CancelFunc
 	held        [][]string
-	backoff     *crashBackoff
+	exitedAt    time.Time // when the last run ended: the start of its restart back-off
 	binary      string
 }
 
@@ -87,7 +87,6 @@ func (w *podWorker) containerRun(c *corev1.Container, init bool) *containerRun {
 			init:    init,
 			sidecar: init && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways,
 			spec:    c,
-			backoff: newCrashBackoff(w.n.cfg.CrashBackoffInitial, w.n.cfg.CrashBackoffMax),
 			waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"},
 		}
 		if init {
@@ -144,7 +143,7 @@ func (w *podWorker) startContainer(ctx context.Context, r *containerRun) error {
 		return err
 	}
 	if r.everStarted {
-		r.restartCount++
+		w.countRestart(r)
 	}
 	logPath := w.n.logPath(w.pod, c.Name, r.restartCount)
 	w.event(corev1.EventTypeNormal, "Created", fmt.Sprintf("Created container %s", c.Name))
@@ -157,7 +156,7 @@ func (w *podWorker) startContainer(ctx context.Context, r *containerRun) error {
 			ExitCode: 128, Reason: "StartError", Message: err.Error(), StartedAt: now, FinishedAt: now,
 		}
 		w.warn("Failed", fmt.Sprintf("Error: failed to start container %q: %v", c.Name, err))
-		w.scheduleRestart(r, 0)
+		w.scheduleRestart(r, time.Now())
 		return err
 	}
 	r.proc, r.held, r.waiting = proc, held, nil
@@ -317,7 +316,6 @@ func (w *podWorker) handleExit(m processExit) {
 		return
 	}
 	code, reason, finished := r.proc.exited()
-	ranFor := finished.Sub(r.proc.started)
 	r.prevTerm = r.lastTerm
 	r.lastTerm = &corev1.ContainerStateTerminated{
 		ExitCode:    code,
@@ -339,21 +337,36 @@ func (w *podWorker) handleExit(m processExit) {
 		policy = corev1.RestartPolicyAlways
 	}
 	if policy == corev1.RestartPolicyAlways || (policy == corev1.RestartPolicyOnFailure && code != 0) {
-		w.scheduleRestart(r, ranFor)
+		w.scheduleRestart(r, finished)
 		return
 	}
 	r.completed = true
 }
 
-func (w *podWorker) scheduleRestart(r *containerRun, ranFor time.Duration) {
-	delay := r.backoff.next(ranFor)
-	r.nextStart = time.Now().Add(delay)
+// scheduleRestart sets when a container that exited at finished starts again, with kubelet's
+// restart back-off (w.backoff, keyed by container name, used as kubelet uses it): a container
+// that exits inside its back-off window waits it out; the first exit has none, and one that
+// ran for more than twice the longest window starts over.
+func (w *podWorker) scheduleRestart(r *containerRun, finished time.Time) {
+	r.exitedAt = finished
+	var delay time.Duration
+	if w.backoff.IsInBackOffSince(r.name, finished) {
+		delay = w.backoff.Get(r.name)
+	}
+	r.nextStart = finished.Add(delay)
 	if delay <= 0 {
 		return
 	}
 	msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, r.name, w.pod.Name, w.pod.Namespace, w.pod.UID)
 	r.waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: msg}
 	w.warn("BackOff", fmt.Sprintf("Back-off restarting failed container %s in pod %s_%s(%s)", r.name, w.pod.Name, w.pod.Namespace, w.pod.UID))
+}
+
+// countRestart records that r starts again after an exit; its back-off window doubles (up
+// to the maximum) or, after a long run, starts over at the initial one.
+func (w *podWorker) countRestart(r *containerRun) {
+	r.restartCount++
+	w.backoff.Next(r.name, r.exitedAt)
 }
 
 func (w *podWorker) handleProbe(m probeResult) {

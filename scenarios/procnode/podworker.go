@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 )
 
@@ -48,18 +49,20 @@ type podWorker struct {
 	volumeErr  error
 	startTime  metav1.Time
 	runs       map[string]*containerRun
+	backoff    *flowcontrol.Backoff // restart back-off, keyed by container name
 	retryAt    time.Time
 	lastStatus *corev1.PodStatus
 }
 
 func newPodWorker(n *node, pod *corev1.Pod) *podWorker {
 	return &podWorker{
-		n:      n,
-		uid:    pod.UID,
-		latest: pod,
-		kick:   make(chan struct{}, 1),
-		dir:    filepath.Join(n.cfg.StateDir, "pods", string(pod.UID)),
-		runs:   map[string]*containerRun{},
+		n:       n,
+		uid:     pod.UID,
+		latest:  pod,
+		kick:    make(chan struct{}, 1),
+		dir:     filepath.Join(n.cfg.StateDir, "pods", string(pod.UID)),
+		runs:    map[string]*containerRun{},
+		backoff: flowcontrol.NewBackOff(n.cfg.CrashBackoffInitial, n.cfg.CrashBackoffMax),
 	}
 }
 
