@@ -35,7 +35,7 @@ const (
 type ObjectFunc func(namespace, name string) *unstructured.Unstructured
 
 // AdmissionConfig describes AdmissionReview requests for one webhook path, the
-// way the API server sends them for a CREATE.
+// way the API server sends them for a CREATE: the direct latency ladders (catalog P1).
 type AdmissionConfig struct {
 	// URL is the webhook's full address, e.g.
 	// https://10.244.0.5:9443/validate-nvidia-com-v1alpha1-dynamographdeployment?timeout=10s.

@@ -11,7 +11,8 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
-// DryRunConfig describes server-side dry-run creates through the API server.
+// DryRunConfig describes server-side dry-run creates through the API server: the
+// admission overhead ladders, with webhooks and without (catalog P2).
 type DryRunConfig struct {
 	// URL is the collection to POST to, with dryRun=All, e.g.
 	// https://127.0.0.1:6443/apis/nvidia.com/v1alpha1/namespaces/bench/dynamographdeployments?dryRun=All.

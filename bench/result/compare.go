@@ -178,7 +178,8 @@ func (c Comparison) Count(v Verdict) int {
 	return n
 }
 
-// Compare judges current against base. Steps are matched by name and rate.
+// Compare judges current against base (the regression report, catalog P6). Steps are
+// matched by name and rate.
 // Each step's p99 and p50 are judged as a Shift: the median over the step's
 // windows, the current run's scaled by how much slower (or faster) its control
 // ladder answered than the baseline's at the same rate. A step regresses when

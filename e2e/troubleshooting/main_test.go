@@ -1,5 +1,5 @@
 // Package troubleshooting is the troubleshooting suite (`make e2e-troubleshooting`): the
-// operator installed in automatic mode with the chart's defaults, then T1–T12 of SCENARIOS.md
+// operator installed in automatic mode with the chart's defaults, then T1–T12 of CATALOG.md
 // §T, one after the other. Each scenario injects its fault, asserts the symptom and the
 // doctor's diagnosis, applies the documented fix and restores the release for the next one;
 // T4 and T5 bring their own external-mode release. Reports go to _output/e2e/troubleshooting.

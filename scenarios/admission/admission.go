@@ -1,4 +1,4 @@
-// Package admission holds the admission scenarios (SCENARIOS.md §A) as e2e-framework features,
+// Package admission holds the admission scenarios (CATALOG.md §A) as e2e-framework features,
 // labelled scenario=<ID>. They hold in every certificate mode, so they carry no certmode label
 // and every suite that installs the operator runs them. They assert what the API server tells
 // a user: the objects admitted (and how they were mutated), the denial messages word for word,

@@ -1,4 +1,4 @@
-// Package certmodes holds the certificate-mode scenarios (SCENARIOS.md §C) as e2e-framework
+// Package certmodes holds the certificate-mode scenarios (CATALOG.md §C) as e2e-framework
 // features. Each feature is labelled scenario=<ID> and certmode=<mode>, so a suite runs the ones
 // for the mode its release is installed in. They assert what a user sees: the Secret, the
 // served certificate, the caBundles the API server uses, and admission working.

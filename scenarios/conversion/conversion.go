@@ -1,4 +1,4 @@
-// Package conversion holds the conversion scenario (SCENARIOS.md A8) as an e2e-framework
+// Package conversion holds the conversion scenario (CATALOG.md A8) as an e2e-framework
 // feature: DynamoGraphDeploymentRequests written in one version read back in the other, and
 // back again, without losing a field, through the operator's conversion webhook. It carries no
 // certmode label: conversion must work in every certificate mode, so every suite runs it.

@@ -22,7 +22,7 @@ func renderRelease(t *testing.T, r *Release) objects {
 	return objs
 }
 
-// The two releases of the topology render what SCENARIOS.md §M describes: the same lease
+// The two releases of the topology render what CATALOG.md §M describes: the same lease
 // timings on both operators, the CRDs only from the cluster-wide one, and webhook
 // configurations that can coexist.
 func TestTopologyRendersBothReleases(t *testing.T) {

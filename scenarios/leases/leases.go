@@ -1,4 +1,4 @@
-// Package leases holds the multi-operator lease scenarios (SCENARIOS.md §M) as e2e-framework
+// Package leases holds the multi-operator lease scenarios (CATALOG.md §M) as e2e-framework
 // features labelled scenario=<ID>. They run against install.Topology: operator A cluster-wide
 // in platform-system, operator B restricted to team-a and holding the Lease
 // dynamo-operator-ns-lock there, tenant team-b served by A alone.

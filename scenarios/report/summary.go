@@ -73,7 +73,7 @@ type Summary struct {
 
 // Scenario is one catalog row's outcome within a suite.
 type Scenario struct {
-	// ID is the catalog ID (SCENARIOS.md), e.g. "A1" or "C8".
+	// ID is the catalog ID (CATALOG.md), e.g. "A1" or "C8".
 	ID string `json:"id"`
 	// Title is the catalog row's short description.
 	Title string `json:"title"`

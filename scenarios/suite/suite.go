@@ -38,7 +38,7 @@ import (
 
 // Feature labels the suite reads.
 const (
-	// LabelScenario holds the catalog ID (SCENARIOS.md), e.g. C1. Every feature needs one.
+	// LabelScenario holds the catalog ID (CATALOG.md), e.g. C1. Every feature needs one.
 	LabelScenario = "scenario"
 	// LabelCertMode restricts a feature to suites whose release uses one of these certificate
 	// modes (install.CertMode values); features without it run in every suite.
@@ -214,7 +214,7 @@ func checkIDs(feats []types.Feature) error {
 	for _, f := range feats {
 		id := scenarioID(f)
 		if id == "" {
-			return fmt.Errorf("feature %q has no %s label: label it with its SCENARIOS.md ID", f.Name(), LabelScenario)
+			return fmt.Errorf("feature %q has no %s label: label it with its CATALOG.md ID", f.Name(), LabelScenario)
 		}
 		if seen[id] {
 			return fmt.Errorf("scenario %s appears twice in the suite", id)

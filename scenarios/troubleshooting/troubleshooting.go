@@ -1,11 +1,11 @@
-// Package troubleshooting holds the troubleshooting scenarios (SCENARIOS.md §T) as
+// Package troubleshooting holds the troubleshooting scenarios (CATALOG.md §T) as
 // e2e-framework features, labelled scenario=<ID>. Each one walks the documentation's
 // troubleshooting entry the way a user meets it:
 //
 //  1. the cluster starts healthy: the doctor (`kubectl dynamo doctor`) exits 0;
 //  2. the fault is injected (a deleted object, a wrong value, a bad certificate, …);
 //  3. the symptom a user sees is asserted — the API server's error text, verbatim where
-//     SCENARIOS.md quotes it (its stable part: no generated names, IPs or ports), or an invalid
+//     CATALOG.md quotes it (its stable part: no generated names, IPs or ports), or an invalid
 //     object admitted;
 //  4. the doctor exits non-zero naming exactly that cause as its one root cause;
 //  5. the documented fix is applied and admission works again;

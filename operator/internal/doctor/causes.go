@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// scenario is a row of SCENARIOS.md §T: the documented fault, the symptom a user sees and
+// scenario is a row of CATALOG.md §T: the documented fault, the symptom a user sees and
 // the documented fix, worded as there.
 type scenario struct {
 	id, fault, symptom, fix string

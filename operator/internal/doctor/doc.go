@@ -1,6 +1,6 @@
 // Package doctor runs the checks of the Dynamo webhook documentation's troubleshooting section
 // against a live cluster, for one Helm release of the operator, and says which documented
-// cause (SCENARIOS.md §T, by T-ID) is behind a broken admission path and what fixes it.
+// cause (CATALOG.md §T, by T-ID) is behind a broken admission path and what fixes it.
 //
 // It follows cert-manager's cmapichecker (dry-run a known-good and a known-bad object, classify
 // a failed webhook call by its error text) and goes further: it inspects the operator

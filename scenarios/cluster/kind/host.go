@@ -19,7 +19,7 @@ import (
 // relative to the workspace root.
 const DefaultConfigFile = "kind/cluster.yaml"
 
-// Patches for the host quirks that ../shared/KIND.md describes. Each is applied only where the
+// Patches for the host quirks kind/README.md describes. Each is applied only where the
 // host has the quirk; an ordinary Docker host (a laptop, a CI runner) gets none.
 const (
 	// kubelet ≥ 1.35 refuses cgroup v1 unless told otherwise.

@@ -1,4 +1,4 @@
-// Package defaulting holds the operator's mutating admission rules (SCENARIOS.md A7), one
+// Package defaulting holds the operator's mutating admission rules (CATALOG.md A7), one
 // admission.Defaulter per kind. Every defaulter is idempotent: applied to its own output it
 // changes nothing, so apiserver reinvocation is safe.
 package defaulting

@@ -1,7 +1,7 @@
 // Package integration tests the operator's webhooks through a real kube-apiserver (envtest):
 // the webhook configurations are the chart's generated manifests, the server is the one
 // webhook.Register sets up, and every assertion is what a kubectl user would see.
-// Test names carry the scenario IDs of SCENARIOS.md §A.
+// Test names carry the scenario IDs of CATALOG.md §A.
 package integration
 
 import (

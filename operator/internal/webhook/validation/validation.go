@@ -1,5 +1,5 @@
 // Package validation holds the admission rules of the operator's validating webhooks, one
-// admission.Validator per kind (SCENARIOS.md A1–A6, A9, A10). Validators are pure rules:
+// admission.Validator per kind (CATALOG.md A1–A6, A9, A10). Validators are pure rules:
 // namespace exclusion, logging and metrics are decorators composed by package webhook.
 package validation
 
