@@ -78,31 +78,18 @@ func holderAlive(holder string) bool {
 }
 
 // update runs fn on the registry under the host-wide lock, then removes (deepest first,
-// and only while empty) every path left without a live holder.
+// and only while empty) every path left without a live holder. A registry that records
+// nothing afterwards is removed, so the host keeps nothing of the nodes once they are gone.
 func (m *mountpoints) update(fn func(mountpointState) error) error {
-	if err := os.MkdirAll(m.dir, 0o755); err != nil {
-		return fmt.Errorf("creating the mount target registry %s: %w", m.dir, err)
-	}
-	lock, err := os.OpenFile(filepath.Join(m.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := m.lock()
 	if err != nil {
-		return fmt.Errorf("opening the mount target registry lock: %w", err)
+		return err
 	}
-	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return fmt.Errorf("locking the mount target registry %s: %w", m.dir, err)
-	}
-	defer func() { _ = unix.Flock(int(lock.Fd()), unix.LOCK_UN) }()
+	defer unlock()
 
-	file := filepath.Join(m.dir, "state.json")
-	state := mountpointState{}
-	raw, err := os.ReadFile(file)
-	switch {
-	case err == nil:
-		if err := json.Unmarshal(raw, &state); err != nil {
-			return fmt.Errorf("reading the mount target registry %s: %w (delete it once no process node runs)", file, err)
-		}
-	case !errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("reading the mount target registry: %w", err)
+	state, err := readMountpointState(m.dir)
+	if err != nil {
+		return err
 	}
 	fnErr := fn(state)
 
@@ -123,10 +110,54 @@ func (m *mountpoints) update(fn func(mountpointState) error) error {
 		_ = os.Remove(p)
 		delete(state, p)
 	}
-	if err := writeMountpointState(file, state); err != nil {
+	if len(state) == 0 {
+		return errors.Join(fnErr, m.remove())
+	}
+	if err := writeMountpointState(filepath.Join(m.dir, "state.json"), state); err != nil {
 		return errors.Join(fnErr, err)
 	}
 	return fnErr
+}
+
+// lock takes the registry's host-wide lock (flock on dir/lock), creating the registry when
+// it does not exist. The last node removes the registry, lock file included, while holding
+// the lock; a node that was waiting then holds a lock on a removed file, so it checks that
+// the file it locked is still the registry's and starts over if not.
+func (m *mountpoints) lock() (unlock func(), err error) {
+	path := filepath.Join(m.dir, "lock")
+	for {
+		if err := os.MkdirAll(m.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating the mount target registry %s: %w", m.dir, err)
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("opening the mount target registry lock: %w", err)
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("locking the mount target registry %s: %w", m.dir, err)
+		}
+		locked, errLocked := f.Stat()
+		current, errCurrent := os.Stat(path)
+		if errLocked == nil && errCurrent == nil && os.SameFile(locked, current) {
+			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+		}
+		f.Close() // removed by the last node while this one waited: lock the new one
+	}
+}
+
+// remove deletes the registry (under its lock) and /run/gauntlet-node when that is empty.
+func (m *mountpoints) remove() error {
+	for _, name := range []string{"state.json", "lock"} {
+		if err := os.Remove(filepath.Join(m.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing the empty mount target registry: %w", err)
+		}
+	}
+	if err := os.Remove(m.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing the empty mount target registry: %w", err)
+	}
+	_ = os.Remove(filepath.Dir(m.dir)) // only if empty
+	return nil
 }
 
 func writeMountpointState(file string, state mountpointState) error {

@@ -4,6 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func newTestMountpoints(t *testing.T, registry, instance string) *mountpoints {
@@ -91,4 +94,35 @@ func TestMountpointsOfAKilledNodeAreRemovedByTheNext(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertExists(t, filepath.Join(root, "a"), false, "a killed node's mount targets after the next node started")
+}
+
+// The registry lives in /run; once no node records anything it is removed, parent included,
+// so the host looks as it did before the first node.
+func TestMountpointsRegistryIsRemovedWithTheLastTarget(t *testing.T) {
+	root := t.TempDir()
+	registry := filepath.Join(t.TempDir(), "gauntlet-node", "mountpoints")
+	m := newTestMountpoints(t, registry, "node")
+	held := mustEnsure(t, m, filepath.Join(root, "certs"), false)
+	assertExists(t, filepath.Join(registry, "state.json"), true, "registry while a target is held")
+	m.release(held)
+	assertExists(t, filepath.Dir(registry), false, "registry directory once nothing is held")
+	// The next node creates it again.
+	mustEnsure(t, m, filepath.Join(root, "certs"), false)
+	assertExists(t, filepath.Join(registry, "state.json"), true, "registry created again by the next hold")
+}
+
+func TestHostLeftoversNameAKilledNodesMountTargets(t *testing.T) {
+	root := t.TempDir()
+	registry := filepath.Join(t.TempDir(), "mountpoints")
+	killed := &mountpoints{dir: registry, holder: "2147483647:1:gauntlet-a"}
+	mustEnsure(t, killed, filepath.Join(root, "certs"), false)
+
+	left := mountTargetLeftovers(registry, "gauntlet-a")
+	require.Len(t, left, 1, "the one target the node created")
+	assert.Contains(t, left[0], filepath.Join(root, "certs"))
+	assert.Empty(t, mountTargetLeftovers(registry, "gauntlet-b"), "another node's leftovers")
+
+	require.NoError(t, newTestMountpoints(t, registry, "cleanup").removeOrphans())
+	assert.Empty(t, mountTargetLeftovers(registry, "gauntlet-a"), "after the orphans were removed")
+	assertExists(t, registry, false, "registry after its last target went")
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 
 	"github.com/vishvananda/netlink"
@@ -242,20 +241,18 @@ func (n *bridgeNetwork) close() error {
 }
 
 // removeLinks deletes the node's bridge and every host-side veth carrying its prefix.
-func (n *bridgeNetwork) removeLinks() error {
-	links, err := netlink.LinkList()
+func (n *bridgeNetwork) removeLinks() error { return removeNodeLinks(n.nodeName, n.bridgeName) }
+
+// removeNodeLinks deletes node nodeName's bridge and host-side veths.
+func removeNodeLinks(nodeName, bridgeName string) error {
+	links, err := nodeLinks(nodeName, bridgeName)
 	if err != nil {
-		return fmt.Errorf("listing links: %w", err)
+		return err
 	}
 	var errs []error
-	prefix := vethPrefix(n.nodeName)
 	for _, l := range links {
-		name := l.Attrs().Name
-		if name != n.bridgeName && !(strings.HasPrefix(name, prefix) && len(name) == 15) {
-			continue
-		}
 		if err := netlink.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
-			errs = append(errs, fmt.Errorf("deleting link %s: %w", name, err))
+			errs = append(errs, fmt.Errorf("deleting link %s: %w", l.Attrs().Name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/steps"
+	"github.com/gauntlet-dev/gauntlet/scenarios/procnode"
 )
 
 // Destroy stops cert-manager and the node agent (SIGTERM, so the agent removes its mounts,
@@ -42,6 +43,13 @@ func (p *Provider) destroy(ctx context.Context, out io.Writer) error {
 			errs = append(errs, pr.Step("Stopping node "+cfg.NodeName(), func() error {
 				return nodeDaemon(cfg, l).stop(ctx, 15*time.Second)
 			}))
+			// A node that had to be killed (or was killed before) leaves its links and mount
+			// targets on the host; they are only removed once it is gone.
+			if _, running := nodeDaemon(cfg, l).running(); !running {
+				errs = append(errs, pr.Step("Removing what the node left on the host", func() error {
+					return procnode.CleanHost(cfg.NodeName())
+				}))
+			}
 		}
 		if fileExists(l.kwokCluster()) {
 			errs = append(errs, pr.Step("Deleting control plane", func() error {

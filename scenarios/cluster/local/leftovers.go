@@ -3,7 +3,6 @@ package local
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -12,12 +11,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/procnode"
 )
 
 // Leftovers lists what a deleted cluster left on the host, each as a sentence a person can
 // act on: processes (control plane, node agent, pods), mount points, TCP listeners on the
 // cluster's ports, Service range or pod-network host address, network interfaces of its pod
-// network, and its state directory. A clean teardown returns nothing.
+// network (the node's bridge and veths), mount targets its node created on the host (and the
+// host-wide registry of them in /run), and its state directory. A clean teardown returns
+// nothing.
 func Leftovers(cfg *Config) []string {
 	l := newLayout(cfg.Name)
 	var out []string
@@ -30,6 +33,9 @@ func Leftovers(cfg *Config) []string {
 	}
 	out = append(out, leftoverListeners(cfg)...)
 	out = append(out, leftoverInterfaces(cfg)...)
+	if !cfg.Node.Disabled {
+		out = append(out, procnode.HostLeftovers(cfg.NodeName())...)
+	}
 	return out
 }
 
@@ -133,23 +139,13 @@ func parseProcNetAddr(s string) (netip.Addr, int, bool) {
 	return addr.Unmap(), int(port), true
 }
 
-// BridgeName is the node agent's default bridge for a node (gn- and 8 hex digits of the
-// SHA-256 of the node name, as procnode/CONTRACT.md specifies).
-func BridgeName(nodeName string) string {
-	sum := sha256.Sum256([]byte(nodeName))
-	return "gn-" + hex.EncodeToString(sum[:])[:8]
-}
-
+// leftoverInterfaces finds network interfaces holding a pod-network address. The node's own
+// bridge and veths are procnode.HostLeftovers'.
 func leftoverInterfaces(cfg *Config) []string {
 	pod, _ := netip.ParsePrefix(cfg.PodCIDR)
-	bridge := BridgeName(cfg.NodeName())
 	ifaces, _ := net.Interfaces()
 	var out []string
 	for _, iface := range ifaces {
-		if iface.Name == bridge {
-			out = append(out, "network interface "+iface.Name+" (the node's bridge)")
-			continue
-		}
 		addrs, _ := iface.Addrs()
 		for _, a := range addrs {
 			if ipn, ok := a.(*net.IPNet); ok {
