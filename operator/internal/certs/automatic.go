@@ -280,10 +280,10 @@ func (c *Controller) logErrors(errs []error) {
 func (c *Controller) maintain(ctx context.Context) {
 	changed := make(chan struct{}, 1)
 	go c.watchSecret(ctx, changed)
-	retry := c.newBackoff()
+	retry := c.retry
 	first := c.opts.CheckInterval
 	if c.retryNow {
-		first = retry.next()
+		first = retry.Step()
 	}
 	timer := time.NewTimer(first)
 	defer timer.Stop()
@@ -301,9 +301,9 @@ func (c *Controller) maintain(ctx context.Context) {
 		c.logErrors(errs)
 		next := c.opts.CheckInterval
 		if len(errs) > 0 {
-			next = retry.next()
+			next = retry.Step()
 		} else {
-			retry.reset()
+			retry = c.retry
 		}
 		timer.Reset(next)
 	}
@@ -312,7 +312,7 @@ func (c *Controller) maintain(ctx context.Context) {
 // watchSecret signals changed for every event on the Secret. The watch is narrowed to the
 // Secret's name so RBAC with resourceNames allows it.
 func (c *Controller) watchSecret(ctx context.Context, changed chan<- struct{}) {
-	retry := c.newBackoff()
+	retry := c.retry
 	for ctx.Err() == nil {
 		w, err := c.client.Watch(ctx, &corev1.SecretList{}, client.InNamespace(c.opts.Namespace),
 			client.MatchingFields{"metadata.name": c.opts.SecretName})
@@ -320,13 +320,13 @@ func (c *Controller) watchSecret(ctx context.Context, changed chan<- struct{}) {
 			c.logErrors([]error{fmt.Errorf("watching Secret %s: %w", c.opts.secretRef(), err)})
 		} else {
 			if c.drain(ctx, w, changed) {
-				retry.reset()
+				retry = c.retry
 			}
 			w.Stop()
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(retry.next()):
+		case <-time.After(retry.Step()):
 		}
 	}
 }

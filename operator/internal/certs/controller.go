@@ -13,11 +13,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,9 +52,11 @@ type Controller struct {
 	client client.WithWatch
 	log    logr.Logger
 
-	// retryBase and retryCap bound the back-off after a failed attempt; overlapFor is how long
-	// the previous CA stays in the injected bundles after a CA change.
-	retryBase, retryCap, overlapFor time.Duration
+	// retry is the back-off after a failed attempt (500 ms, doubling up to the check interval
+	// or 30 s): each retry loop steps a copy of it and starts over from it after a success.
+	// overlapFor is how long the previous CA stays in the injected bundles after a CA change.
+	retry      wait.Backoff
+	overlapFor time.Duration
 
 	mu      sync.RWMutex
 	files   ServingFiles
@@ -86,8 +90,7 @@ func New(cfg *rest.Config, opts Options, log logr.Logger) (*Controller, error) {
 		opts:       opts,
 		client:     cl,
 		log:        log,
-		retryBase:  500 * time.Millisecond,
-		retryCap:   min(opts.CheckInterval, 30*time.Second),
+		retry:      wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: min(opts.CheckInterval, 30*time.Second)},
 		overlapFor: opts.CheckInterval,
 		reported:   map[string]string{},
 	}, nil
@@ -134,7 +137,7 @@ func recordExpiry(cert tls.Certificate) {
 }
 
 func (c *Controller) bootstrapAutomatic(ctx context.Context) (ServingFiles, error) {
-	retry := c.newBackoff()
+	retry := c.retry
 	var last error
 	for {
 		serving, errs := c.reconcile(ctx)
@@ -154,7 +157,7 @@ func (c *Controller) bootstrapAutomatic(ctx context.Context) (ServingFiles, erro
 				last = errors.Join(errs...)
 			}
 			return ServingFiles{}, fmt.Errorf("bootstrapping the webhook serving certificate in Secret %s: %w (last error: %w)", c.opts.secretRef(), ctx.Err(), last)
-		case <-time.After(retry.next()):
+		case <-time.After(retry.Step()):
 		}
 	}
 }
@@ -258,21 +261,3 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 	return nil
 }
-
-// backoff doubles the wait after each failure, up to a cap.
-type backoff struct{ cur, base, cap time.Duration }
-
-func (c *Controller) newBackoff() *backoff {
-	return &backoff{base: c.retryBase, cap: c.retryCap}
-}
-
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.base
-	} else {
-		b.cur = min(2*b.cur, b.cap)
-	}
-	return b.cur
-}
-
-func (b *backoff) reset() { b.cur = 0 }

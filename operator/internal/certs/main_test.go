@@ -228,7 +228,7 @@ func (f *fixture) controllerAs(opts Options, cfg *rest.Config) *Controller {
 		c.overlapFor = f.overlap
 	}
 	if f.retries != 0 {
-		c.retryCap = f.retries
+		c.retry.Cap = f.retries
 	}
 	return c
 }
