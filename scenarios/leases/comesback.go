@@ -52,14 +52,19 @@ func (s *scenarios) comesBack() types.Feature {
 			})
 
 			killedAt, _ := s.killB(ctx, t, c)
+			var takenOver probe
 			expect.Eventually(ctx, t, fmt.Sprintf("%s to take %s over after B was killed", a, ns), timings.FailoverWindow()+failoverSlack+30*time.Second,
 				func(context.Context) (bool, string, error) {
 					probes := pr.answered()
 					v := verdicts(aLog.entries(), ns)
-					_, ok := firstDenied(probes, v, killedAt)
+					var ok bool
+					takenOver, ok = firstDenied(probes, v, killedAt)
 					return ok, fmt.Sprintf("A's view of the probes since B was killed: %s (A's logs read: %s)", describeProbes(since(probes, killedAt), v), aLog.pods()), nil
 				})
-			time.Sleep(time.Second)
+			expect.Eventually(ctx, t, "a few more probes answered while A validates "+ns, observeTimeout, func(context.Context) (bool, string, error) {
+				n := len(since(pr.answered(), takenOver.done))
+				return n >= 3, fmt.Sprintf("%d answered", n), nil
+			})
 
 			startedAt := time.Now()
 			s.scaleB(ctx, t, c, 1)
@@ -76,8 +81,8 @@ func (s *scenarios) comesBack() types.Feature {
 					return len(since(probes, first.done)) >= 5, "", nil
 				})
 			probes := pr.stop()
-			time.Sleep(500 * time.Millisecond)
-			vA, vB := verdicts(aLog.entries(), ns), verdicts(bLog.entries(), ns)
+			vA := verdicts(logsCaughtUp(ctx, aLog, ns, probes), ns)
+			vB := verdicts(bLog.entries(), ns)
 
 			var missing, both, admitted []string
 			var runs []neitherRun

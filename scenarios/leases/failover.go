@@ -101,9 +101,7 @@ func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.
 		})
 	f.probes = pr.stop()
 	f.leaseReleased = released() // A has taken over: B's deletion, if any, came before
-	// The log lines of the last answers may trail them by a moment.
-	time.Sleep(500 * time.Millisecond)
-	entries := aLog.entries()
+	entries := logsCaughtUp(ctx, aLog, ns, f.probes)
 	f.aVerdicts = verdicts(entries, ns)
 	f.first, _ = firstDenied(f.probes, f.aVerdicts, f.stoppedAt)
 	f.elapsed = f.first.done.Sub(f.stoppedAt)

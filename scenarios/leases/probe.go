@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
@@ -118,6 +119,24 @@ func verdicts(entries []logEntry, ns string) map[string][]string {
 		}
 	}
 	return out
+}
+
+// logsCaughtUp returns follower's entries once they hold a verdict of ns for every probe (the
+// operator logs after it answers, so the last lines may trail the answers), or after
+// observeTimeout with what they hold then: the checks name any probe still missing.
+func logsCaughtUp(ctx context.Context, follower *logFollower, ns string, probes []probe) []logEntry {
+	var entries []logEntry
+	_ = poll.Until(ctx, "the operator's log lines of every probe", observeTimeout, func(context.Context) (bool, string, error) {
+		entries = follower.entries()
+		v := verdicts(entries, ns)
+		for _, p := range probes {
+			if len(v[p.name]) == 0 {
+				return false, p.name + " not logged yet", nil
+			}
+		}
+		return true, "", nil
+	})
+	return entries
 }
 
 // validatedBy reports whether any of results is a validation (not a skip).
