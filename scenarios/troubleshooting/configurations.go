@@ -19,6 +19,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
@@ -140,6 +141,10 @@ type caBundleObservation struct {
 	attempts int
 }
 
+// caBundlePropagation bounds how long the API server may go on calling a webhook with the
+// caBundle it had before a change.
+const caBundlePropagation = 10 * time.Second
+
 // maxObservationAttempts bounds how often a fault the operator repairs on its own is injected
 // again because the repair came before the observation was complete.
 const maxObservationAttempts = 5
@@ -154,12 +159,15 @@ func observeWrongCABundle(ctx context.Context, t *testing.T, c *suite.Cluster, r
 	var obs caBundleObservation
 	for obs.attempts = 1; ; obs.attempts++ {
 		expect.NoError(t, setValidatingCABundle(ctx, c, r, bundle), "setting the caBundle of ValidatingWebhookConfiguration %s", r.ValidatingName())
-		// The API server's webhook client picks the new bundle up from its informer.
-		time.Sleep(time.Second)
 		name := fmt.Sprintf("valid-%d", obs.attempts)
 		obs.doing = fmt.Sprintf("server-side dry-run create of a valid DynamoGraphDeployment %s/%s", ns, name)
-		_, obs.err = c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.GraphDeployment(ns, name),
-			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		// The API server's webhook client picks the new bundle up from its informer, so the
+		// first dry runs may still pass with the old one; the last answer is the observation.
+		_ = poll.Until(ctx, "the API server to call the webhook with the new caBundle", caBundlePropagation, func(ctx context.Context) (bool, string, error) {
+			_, obs.err = c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.GraphDeployment(ns, name),
+				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return obs.err != nil, "the dry run was admitted", nil
+		})
 		rep, err := runDoctor(ctx, t, c, targetOf(r, ns))
 		expect.NoError(t, err, "running the doctor for %s", r)
 		obs.report = rep
