@@ -6,7 +6,6 @@
 package troubleshooting
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -24,12 +23,6 @@ var troubleshootingSuite = suite.New(suite.Spec{
 	Features: troubleshooting.Features(),
 })
 
-func TestMain(m *testing.M) {
-	code := troubleshootingSuite.Run(m)
-	if err := troubleshooting.RemoveDoctor(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(troubleshootingSuite.Run(m)) }
 
 func TestTroubleshooting(t *testing.T) { troubleshootingSuite.Test(t) }

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +16,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 )
@@ -164,10 +163,10 @@ func (d doctorTarget) args(kubeconfig string, serviceNetworkFromHost bool) []str
 	return args
 }
 
-// doctorBinary is kubectl-dynamo, built once per test process into a temporary directory.
+// doctorBinary is kubectl-dynamo, built once per test process into the workspace's binary
+// cache (nothing is left in /tmp, even when the suite is interrupted).
 var doctorBinary struct {
 	once sync.Once
-	dir  string
 	path string
 	err  error
 }
@@ -176,44 +175,18 @@ var doctorBinary struct {
 // build takes seconds).
 func buildDoctor(ctx context.Context, logf func(string, ...any)) (string, error) {
 	doctorBinary.once.Do(func() {
-		chart, err := install.ChartDir()
-		if err != nil {
-			doctorBinary.err = fmt.Errorf("locating the workspace to build the doctor: %w", err)
-			return
-		}
-		root := filepath.Dir(filepath.Dir(chart)) // ChartDir is <root>/charts/dynamo-operator
-		dir, err := os.MkdirTemp("", "gauntlet-doctor-")
-		if err != nil {
-			doctorBinary.err = fmt.Errorf("creating a directory for the doctor binary: %w", err)
-			return
-		}
-		path := filepath.Join(dir, "kubectl-dynamo")
 		ctx, cancel := context.WithTimeout(ctx, doctorBuildTimeout)
 		defer cancel()
 		start := time.Now()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", path, doctorCommand)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			_ = os.RemoveAll(dir)
-			doctorBinary.err = fmt.Errorf("building the doctor (go build %s in %s): %w\n%s", doctorCommand, root, err, out)
+		built, err := workspace.Build(ctx, workspace.BinDir(), workspace.BuildOptions{}, doctorCommand)
+		if err != nil {
+			doctorBinary.err = fmt.Errorf("building the doctor: %w", err)
 			return
 		}
-		logf("built the doctor %s (%.1fs)", path, time.Since(start).Seconds())
-		doctorBinary.dir, doctorBinary.path = dir, path
+		doctorBinary.path = built[doctorCommand]
+		logf("built the doctor %s (%.1fs)", doctorBinary.path, time.Since(start).Seconds())
 	})
 	return doctorBinary.path, doctorBinary.err
-}
-
-// RemoveDoctor deletes the doctor binary the scenarios built in this process. Call it from
-// the suite's TestMain once the suite has run.
-func RemoveDoctor() error {
-	if doctorBinary.dir == "" {
-		return nil
-	}
-	if err := os.RemoveAll(doctorBinary.dir); err != nil {
-		return fmt.Errorf("removing the doctor binary in %s: %w", doctorBinary.dir, err)
-	}
-	return nil
 }
 
 // runDoctor runs `kubectl dynamo doctor -o json` against the cluster. An exit status other
