@@ -123,7 +123,6 @@ func itoa(n int32) string { return strconv.Itoa(int(n)) }
 // dials the ClusterIP or a pod IP — says so in its details, and classifies what it finds as
 // ConnectAuto does.
 func TestServingCertificateThroughPortForward(t *testing.T) {
-	handshakeChecks := []string{CheckConfigurations, CheckCABundle, CheckService, CheckEndpoints, CheckServingCertificate}
 	farRefused := refusedError("An error occurred forwarding: error forwarding port 9443 to pod dynamo-operator-6d5f7c9b8-x2x7q, uid : " +
 		"failed to connect to localhost:9443 inside namespace \"abc\", IPv4: dial tcp4 127.0.0.1:9443: connect: connection refused")
 	cases := []struct {
@@ -141,7 +140,7 @@ func TestServingCertificateThroughPortForward(t *testing.T) {
 	}{
 		{
 			name:    "healthy: verified through the port-forward, and the details say so and why",
-			forward: fakeForward{serve: func(t *testing.T, r *release) int32 { return tlsServer(t, r.serving.tls) }},
+			forward: fakeForward{serve: serveSecret},
 			details: []string{
 				"reaching the webhook through a port-forward to a ready endpoint pod, via the API server: --connect=port-forward: the ClusterIP and Pod IPs are not dialed from this machine",
 				"pod dynamo-operator-6d5f7c9b8-x2x7q port 9443 (port-forward): handshake verified against the caBundle",
@@ -229,7 +228,7 @@ func TestServingCertificateThroughPortForward(t *testing.T) {
 			r := newRelease(t)
 			if tc.secret != nil {
 				r.serving = tc.secret(t, r)
-				tc.forward.serve = func(t *testing.T, r *release) int32 { return tlsServer(t, r.serving.tls) }
+				tc.forward.serve = serveSecret
 			}
 			objs := r.objects(t)
 			if tc.objects != nil {
@@ -260,23 +259,12 @@ func TestServingCertificateThroughPortForward(t *testing.T) {
 				assert.Equal(t, []string{r.podName() + ":9443"}, rec.forwarded(), "port-forwards")
 			}
 
-			res, ok := report.Find(CheckServingCertificate)
-			require.True(t, ok)
-			details := strings.Join(res.Details, "\n")
-			for _, want := range tc.details {
-				assert.Contains(t, details, want)
-			}
+			res, details := requireResult(t, report, CheckServingCertificate, tc.details)
 			if tc.root == "" {
 				require.Equal(t, StatusPass, res.Status, "cause: %s\ndetails:\n%s", res.Cause, details)
 				return
 			}
-			root := requireOneRoot(t, report, tc.root, tc.scenario)
-			for _, want := range tc.cause {
-				assert.Contains(t, root.Cause, want)
-			}
-			for _, want := range tc.fix {
-				assert.Contains(t, root.Fix, want)
-			}
+			requireOneRoot(t, report, tc.root, tc.scenario, tc.cause, tc.fix)
 			switch {
 			case tc.root == CheckEndpoints:
 				assert.Equal(t, StatusSkipped, res.Status)
@@ -307,7 +295,7 @@ func TestServingCertificateAutoFallsBackToPortForward(t *testing.T) {
 		return res, rec
 	}
 	t.Run("healthy", func(t *testing.T) {
-		res, rec := run(t, fakeForward{serve: func(t *testing.T, r *release) int32 { return tlsServer(t, r.serving.tls) }})
+		res, rec := run(t, fakeForward{serve: serveSecret})
 		details := strings.Join(res.Details, "\n")
 		require.Equal(t, StatusPass, res.Status, "cause: %s\ndetails:\n%s", res.Cause, details)
 		assert.Len(t, rec.forwarded(), 1)

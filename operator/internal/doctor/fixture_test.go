@@ -11,9 +11,11 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -242,21 +244,40 @@ func (r *release) webhookConfigurations(t testing.TB) (*admissionregistrationv1.
 	}
 	vwc.TypeMeta, mwc.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
 	vwc.Name, mwc.Name = r.validating(), r.mutating()
-	for i := range vwc.Webhooks {
-		w := &vwc.Webhooks[i]
-		w.ClientConfig = cc(w.ClientConfig.Service.Path)
-		w.FailurePolicy = ptr.To(admissionregistrationv1.Fail)
-		w.TimeoutSeconds = ptr.To[int32](10)
-		w.NamespaceSelector = &metav1.LabelSelector{}
-	}
-	for i := range mwc.Webhooks {
-		w := &mwc.Webhooks[i]
-		w.ClientConfig = cc(w.ClientConfig.Service.Path)
-		w.FailurePolicy = ptr.To(admissionregistrationv1.Fail)
-		w.TimeoutSeconds = ptr.To[int32](10)
-		w.NamespaceSelector = &metav1.LabelSelector{}
-	}
+	forEachWebhook(func(h webhookFields) {
+		*h.clientConfig = cc(h.clientConfig.Service.Path)
+		*h.failurePolicy = ptr.To(admissionregistrationv1.Fail)
+		*h.timeoutSeconds = ptr.To[int32](10)
+		*h.namespaceSelector = &metav1.LabelSelector{}
+	}, vwc, mwc)
 	return vwc, mwc
+}
+
+// webhookFields points at the fields tests set of one validating or mutating webhook.
+type webhookFields struct {
+	clientConfig      *admissionregistrationv1.WebhookClientConfig
+	namespaceSelector **metav1.LabelSelector
+	failurePolicy     **admissionregistrationv1.FailurePolicyType
+	timeoutSeconds    **int32
+}
+
+// forEachWebhook applies fn to every webhook of configs, Validating- and
+// MutatingWebhookConfigurations.
+func forEachWebhook(fn func(webhookFields), configs ...client.Object) {
+	for _, c := range configs {
+		switch c := c.(type) {
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			for i := range c.Webhooks {
+				h := &c.Webhooks[i]
+				fn(webhookFields{&h.ClientConfig, &h.NamespaceSelector, &h.FailurePolicy, &h.TimeoutSeconds})
+			}
+		case *admissionregistrationv1.MutatingWebhookConfiguration:
+			for i := range c.Webhooks {
+				h := &c.Webhooks[i]
+				fn(webhookFields{&h.ClientConfig, &h.NamespaceSelector, &h.FailurePolicy, &h.TimeoutSeconds})
+			}
+		}
+	}
 }
 
 // edit applies fn to the object of type T named name among objs (fn returns false to drop it).
@@ -306,8 +327,9 @@ func checksByID(t testing.TB, ids ...string) []check {
 }
 
 // requireOneRoot asserts that report has exactly one root cause, the check id with
-// scenario (empty for an undocumented cause), and returns it.
-func requireOneRoot(t testing.TB, report Report, id, scenario string) Result {
+// scenario (empty for an undocumented cause), whose cause and fix include each of cause
+// and fix, and returns it.
+func requireOneRoot(t testing.TB, report Report, id, scenario string, cause, fix []string) Result {
 	t.Helper()
 	roots := report.Roots()
 	var b bytes.Buffer
@@ -317,7 +339,26 @@ func requireOneRoot(t testing.TB, report Report, id, scenario string) Result {
 	require.Equal(t, scenario, roots[0].Scenario, "report:\n%s", b.String())
 	require.NotEmpty(t, roots[0].Cause)
 	require.NotEmpty(t, roots[0].Fix)
+	for _, want := range cause {
+		assert.Contains(t, roots[0].Cause, want)
+	}
+	for _, want := range fix {
+		assert.Contains(t, roots[0].Fix, want)
+	}
 	return roots[0]
+}
+
+// requireResult returns check id's result in report and its details joined by newlines,
+// asserting that they include each of details.
+func requireResult(t testing.TB, report Report, id string, details []string) (Result, string) {
+	t.Helper()
+	res, ok := report.Find(id)
+	require.True(t, ok, "no result of check %s", id)
+	joined := strings.Join(res.Details, "\n")
+	for _, want := range details {
+		assert.Contains(t, joined, want)
+	}
+	return res, joined
 }
 
 func runChecks(ctx context.Context, d *Doctor, checks []check) Report { return d.run(ctx, checks) }

@@ -328,23 +328,17 @@ func text(r Report) string {
 	return b.String()
 }
 
-func (w *world) editWebhooks(t *testing.T, fn func(cc *admissionregistrationv1.WebhookClientConfig, sel **metav1.LabelSelector, fp **admissionregistrationv1.FailurePolicyType, timeout **int32)) {
+// editWebhooks applies fn to every webhook of both configurations in the cluster.
+func (w *world) editWebhooks(t *testing.T, fn func(webhookFields)) {
 	t.Helper()
 	ctx := context.Background()
-	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: w.r.validating()}, &vwc))
-	for i := range vwc.Webhooks {
-		h := &vwc.Webhooks[i]
-		fn(&h.ClientConfig, &h.NamespaceSelector, &h.FailurePolicy, &h.TimeoutSeconds)
-	}
-	require.NoError(t, env.Client.Update(ctx, &vwc))
-	var mwc admissionregistrationv1.MutatingWebhookConfiguration
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: w.r.mutating()}, &mwc))
-	for i := range mwc.Webhooks {
-		h := &mwc.Webhooks[i]
-		fn(&h.ClientConfig, &h.NamespaceSelector, &h.FailurePolicy, &h.TimeoutSeconds)
-	}
-	require.NoError(t, env.Client.Update(ctx, &mwc))
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: w.r.validating()}, vwc))
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: w.r.mutating()}, mwc))
+	forEachWebhook(fn, vwc, mwc)
+	require.NoError(t, env.Client.Update(ctx, vwc))
+	require.NoError(t, env.Client.Update(ctx, mwc))
 }
 
 func (w *world) update(t *testing.T, obj client.Object, fn func()) {
@@ -415,8 +409,8 @@ func TestDoctorAgainstAPIServer(t *testing.T) {
 		{
 			name: "T2 namespaceSelector does not match the namespace",
 			inject: func(t *testing.T, w *world) {
-				w.editWebhooks(t, func(_ *admissionregistrationv1.WebhookClientConfig, sel **metav1.LabelSelector, _ **admissionregistrationv1.FailurePolicyType, _ **int32) {
-					*sel = &metav1.LabelSelector{MatchLabels: map[string]string{"dynamo.nvidia.com/webhooks": "enabled"}}
+				w.editWebhooks(t, func(h webhookFields) {
+					*h.namespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"dynamo.nvidia.com/webhooks": "enabled"}}
 				})
 			},
 			root: CheckNamespaceSelector, scenario: "T2",
@@ -425,8 +419,8 @@ func TestDoctorAgainstAPIServer(t *testing.T) {
 		{
 			name: "T3 caBundle empty",
 			inject: func(t *testing.T, w *world) {
-				w.editWebhooks(t, func(cc *admissionregistrationv1.WebhookClientConfig, _ **metav1.LabelSelector, _ **admissionregistrationv1.FailurePolicyType, _ **int32) {
-					cc.CABundle = nil
+				w.editWebhooks(t, func(h webhookFields) {
+					h.clientConfig.CABundle = nil
 				})
 			},
 			root: CheckCABundle, scenario: "T3",
@@ -436,8 +430,8 @@ func TestDoctorAgainstAPIServer(t *testing.T) {
 			name: "T3 caBundle from another CA",
 			inject: func(t *testing.T, w *world) {
 				other := newCA(t, "another-ca")
-				w.editWebhooks(t, func(cc *admissionregistrationv1.WebhookClientConfig, _ **metav1.LabelSelector, _ **admissionregistrationv1.FailurePolicyType, _ **int32) {
-					cc.CABundle = other.pem
+				w.editWebhooks(t, func(h webhookFields) {
+					h.clientConfig.CABundle = other.pem
 				})
 			},
 			root: CheckCABundle, scenario: "T3",
@@ -466,8 +460,8 @@ func TestDoctorAgainstAPIServer(t *testing.T) {
 		{
 			name: "T7 operator scaled to 0, failurePolicy Ignore",
 			inject: func(t *testing.T, w *world) {
-				w.editWebhooks(t, func(_ *admissionregistrationv1.WebhookClientConfig, _ **metav1.LabelSelector, fp **admissionregistrationv1.FailurePolicyType, _ **int32) {
-					*fp = ptr.To(admissionregistrationv1.Ignore)
+				w.editWebhooks(t, func(h webhookFields) {
+					*h.failurePolicy = ptr.To(admissionregistrationv1.Ignore)
 				})
 				w.scaleToZero(t)
 			},
@@ -485,8 +479,8 @@ func TestDoctorAgainstAPIServer(t *testing.T) {
 		{
 			name: "T9 webhook slower than timeoutSeconds (--webhook-latency-injection)",
 			inject: func(t *testing.T, w *world) {
-				w.editWebhooks(t, func(_ *admissionregistrationv1.WebhookClientConfig, _ **metav1.LabelSelector, _ **admissionregistrationv1.FailurePolicyType, timeout **int32) {
-					*timeout = ptr.To[int32](1)
+				w.editWebhooks(t, func(h webhookFields) {
+					*h.timeoutSeconds = ptr.To[int32](1)
 				})
 				w.fwd.setBackend(w.slow)
 			},
@@ -554,7 +548,7 @@ func TestDoctorAgainstAPIServer(t *testing.T) {
 						return true
 					})
 					t.Logf("%s:\n%s", tc.name, text(report))
-					requireOneRoot(t, report, tc.root, tc.scenario)
+					requireOneRoot(t, report, tc.root, tc.scenario, nil, nil)
 					for id, want := range tc.others {
 						got, _ := report.Find(id)
 						assert.Equal(t, want.status, got.Status, "status of %s", id)
@@ -598,8 +592,7 @@ func TestDoctorPortForwardRefusedInPod(t *testing.T) {
 
 	report := w.doctor.run(context.Background(), checksByID(t, CheckConfigurations, CheckCABundle, CheckService, CheckEndpoints, CheckServingCertificate))
 	t.Logf("\n%s", text(report))
-	root := requireOneRoot(t, report, CheckServingCertificate, "T6")
-	assert.Contains(t, root.Cause, "through a port-forward (--connect=port-forward): connection refused")
+	root := requireOneRoot(t, report, CheckServingCertificate, "T6", []string{"through a port-forward (--connect=port-forward): connection refused"}, nil)
 	details := strings.Join(root.Details, "\n")
 	assert.Contains(t, details, fmt.Sprintf("pod %s port %d (port-forward): ", w.r.podName(), w.r.podPort))
 	assert.Contains(t, details, "connect: connection refused")

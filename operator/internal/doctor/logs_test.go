@@ -3,7 +3,6 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -74,20 +73,12 @@ func TestOperatorLogs(t *testing.T) {
 			d, err := New(env.Config, Options{Release: r.name, Namespace: r.namespace})
 			require.NoError(t, err)
 			report := d.run(ctx, checksByID(t, CheckDeployment, CheckLogs))
-			res, _ := report.Find(CheckLogs)
-			details := strings.Join(res.Details, "\n")
-			for _, want := range tc.details {
-				assert.Contains(t, details, want)
-			}
+			res, details := requireResult(t, report, CheckLogs, tc.details)
 			if tc.ok {
 				require.Equal(t, StatusPass, res.Status, "cause: %s\ndetails:\n%s", res.Cause, details)
 				return
 			}
-			root := requireOneRoot(t, report, CheckLogs, "")
-			for _, want := range tc.cause {
-				assert.Contains(t, root.Cause, want)
-			}
-			assert.Contains(t, root.Fix, fmt.Sprintf("kubectl -n %s logs deployment/%s-operator", r.namespace, r.name))
+			requireOneRoot(t, report, CheckLogs, "", tc.cause, []string{fmt.Sprintf("kubectl -n %s logs deployment/%s-operator", r.namespace, r.name)})
 		})
 	}
 }

@@ -108,7 +108,7 @@ func TestCertControllerRBAC(t *testing.T) {
 				assert.Contains(t, res.Details, tc.detail)
 				return
 			}
-			root := requireOneRoot(t, report, CheckRBAC, "T10")
+			root := requireOneRoot(t, report, CheckRBAC, "T10", nil, nil)
 			user := fmt.Sprintf("system:serviceaccount:%s:%s-operator", r.namespace, r.name)
 			assert.Contains(t, root.Cause, "T10 cert-controller RBAC missing (cannot create Secrets / patch webhook configurations): "+user+" cannot ")
 			for _, want := range tc.denied {
