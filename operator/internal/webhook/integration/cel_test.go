@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
@@ -23,30 +24,39 @@ func TestA11CELWithoutWebhooks(t *testing.T) {
 	const ns = "a11"
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 
-	t.Run("A11/DynamoComponentDeployment backendFramework", func(t *testing.T) {
-		obj := dcd(ns, "decode")
-		require.NoError(t, c.Create(ctx, obj))
-		obj.Spec.BackendFramework = "sglang"
-		requireCELDenied(t, c.Update(ctx, obj), "backendFramework is immutable")
-	})
-	t.Run("A11/DynamoGraphDeployment backendFramework", func(t *testing.T) {
-		obj := dgd(ns, "graph")
-		require.NoError(t, c.Create(ctx, obj))
-		obj.Spec.BackendFramework = ""
-		requireCELDenied(t, c.Update(ctx, obj), "backendFramework is immutable")
-	})
-	t.Run("A11/DynamoModel modelType", func(t *testing.T) {
-		obj := model(ns, "type")
-		require.NoError(t, c.Create(ctx, obj))
-		obj.Spec.ModelType = v1alpha1.ModelTypeLoRA
-		requireCELDenied(t, c.Update(ctx, obj), "modelType is immutable")
-	})
-	t.Run("A11/DynamoModel baseModelName", func(t *testing.T) {
-		obj := model(ns, "base")
-		require.NoError(t, c.Create(ctx, obj))
-		obj.Spec.BaseModelName = "other"
-		requireCELDenied(t, c.Update(ctx, obj), "baseModelName is immutable")
-	})
+	for _, tc := range []struct {
+		name   string
+		obj    client.Object
+		change func(client.Object)
+		denied string
+	}{
+		{
+			name: "DynamoComponentDeployment backendFramework", obj: dcd(ns, "decode"),
+			change: func(o client.Object) { o.(*v1alpha1.DynamoComponentDeployment).Spec.BackendFramework = "sglang" },
+			denied: "backendFramework is immutable",
+		},
+		{
+			name: "DynamoGraphDeployment backendFramework", obj: dgd(ns, "graph"),
+			change: func(o client.Object) { o.(*v1alpha1.DynamoGraphDeployment).Spec.BackendFramework = "" },
+			denied: "backendFramework is immutable",
+		},
+		{
+			name: "DynamoModel modelType", obj: model(ns, "type"),
+			change: func(o client.Object) { o.(*v1alpha1.DynamoModel).Spec.ModelType = v1alpha1.ModelTypeLoRA },
+			denied: "modelType is immutable",
+		},
+		{
+			name: "DynamoModel baseModelName", obj: model(ns, "base"),
+			change: func(o client.Object) { o.(*v1alpha1.DynamoModel).Spec.BaseModelName = "other" },
+			denied: "baseModelName is immutable",
+		},
+	} {
+		t.Run("A11/"+tc.name, func(t *testing.T) {
+			require.NoError(t, c.Create(ctx, tc.obj))
+			tc.change(tc.obj)
+			requireCELDenied(t, c.Update(ctx, tc.obj), tc.denied)
+		})
+	}
 	t.Run("A11/DynamoGraphDeploymentRequest spec in a locked phase", func(t *testing.T) {
 		for _, phase := range v1beta1.SpecLockedPhases {
 			obj := dgdr(ns, "locked-"+strings.ToLower(string(phase)))

@@ -1,11 +1,9 @@
 package validation
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -19,7 +17,7 @@ func service(mutate ...func(*v1alpha1.DynamoComponentDeploymentSharedSpec)) *v1a
 }
 
 func dgd(mutate ...func(*v1alpha1.DynamoGraphDeployment)) *v1alpha1.DynamoGraphDeployment {
-	d := &v1alpha1.DynamoGraphDeployment{
+	return mutated(&v1alpha1.DynamoGraphDeployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "my-graph"},
 		Spec: v1alpha1.DynamoGraphDeploymentSpec{
 			BackendFramework: "vllm",
@@ -28,11 +26,7 @@ func dgd(mutate ...func(*v1alpha1.DynamoGraphDeployment)) *v1alpha1.DynamoGraphD
 				"decode":   service(),
 			},
 		},
-	}
-	for _, m := range mutate {
-		m(d)
-	}
-	return d
+	}, mutate)
 }
 
 func pvc(mutate func(*v1alpha1.PVC)) v1alpha1.PVC {
@@ -54,29 +48,13 @@ func restart(typ v1alpha1.RestartStrategyType, order ...string) func(*v1alpha1.D
 }
 
 func TestGraphDeploymentSharedRules(t *testing.T) {
-	v := GraphDeployment()
-	ctx := context.Background()
-	for _, tc := range sharedRuleCases() {
-		t.Run(tc.name+"/create", func(t *testing.T) {
-			obj := dgd(func(d *v1alpha1.DynamoGraphDeployment) { tc.mutate(d.Spec.Services["decode"]) })
-			warnings, err := v.ValidateCreate(ctx, obj)
-			requireOutcome(t, tc.causes("spec.services[decode]"), tc.wantWarnings, warnings, err)
-		})
-		t.Run(tc.name+"/update", func(t *testing.T) {
-			obj := dgd(func(d *v1alpha1.DynamoGraphDeployment) { tc.mutate(d.Spec.Services["decode"]) })
-			warnings, err := v.ValidateUpdate(ctx, dgd(), obj)
-			requireOutcome(t, tc.causes("spec.services[decode]"), tc.wantWarnings, warnings, err)
-		})
-	}
+	runSharedRuleCases(t, GraphDeployment(), "spec.services[decode]", func(mutate func(*v1alpha1.DynamoComponentDeploymentSharedSpec)) *v1alpha1.DynamoGraphDeployment {
+		return dgd(func(d *v1alpha1.DynamoGraphDeployment) { mutate(d.Spec.Services["decode"]) })
+	})
 }
 
 func TestGraphDeploymentCreate(t *testing.T) {
-	v := GraphDeployment()
-	cases := []struct {
-		name string
-		obj  *v1alpha1.DynamoGraphDeployment
-		want []cause
-	}{
+	runCreates(t, GraphDeployment(), []createCase[*v1alpha1.DynamoGraphDeployment]{
 		{name: "A2/valid graph", obj: dgd()},
 		{
 			name: "A2/at least one service",
@@ -170,28 +148,16 @@ func TestGraphDeploymentCreate(t *testing.T) {
 			}),
 			want: []cause{{"spec.services[" + strings.Repeat("s", 21) + "]", tooLong}},
 		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			warnings, err := v.ValidateCreate(context.Background(), tc.obj)
-			requireOutcome(t, tc.want, nil, warnings, err)
-		})
-	}
+	})
 }
 
 func TestGraphDeploymentUpdate(t *testing.T) {
-	v := GraphDeployment()
 	multinode := func(name string) func(*v1alpha1.DynamoGraphDeployment) {
 		return func(d *v1alpha1.DynamoGraphDeployment) {
 			d.Spec.Services[name].Multinode = &v1alpha1.MultinodeSpec{NodeCount: 2}
 		}
 	}
-	cases := []struct {
-		name     string
-		old, new *v1alpha1.DynamoGraphDeployment
-		want     []cause
-		message  string
-	}{
+	runUpdates(t, GraphDeployment(), []updateCase[*v1alpha1.DynamoGraphDeployment]{
 		{
 			name: "A3/unchanged services with new replicas and a restart",
 			old:  dgd(),
@@ -265,14 +231,5 @@ func TestGraphDeploymentUpdate(t *testing.T) {
 			new:  dgd(restart(v1alpha1.RestartStrategyParallel, "frontend", "decode")),
 			want: []cause{{"spec.restart.strategy.order", forbidden}},
 		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			warnings, err := v.ValidateUpdate(context.Background(), tc.old, tc.new)
-			requireOutcome(t, tc.want, nil, warnings, err)
-			if tc.message != "" {
-				require.EqualError(t, err, tc.message)
-			}
-		})
-	}
+	})
 }

@@ -11,7 +11,7 @@ import (
 )
 
 func dgdr(mutate ...func(*v1beta1.DynamoGraphDeploymentRequest)) *v1beta1.DynamoGraphDeploymentRequest {
-	r := &v1beta1.DynamoGraphDeploymentRequest{
+	return mutated(&v1beta1.DynamoGraphDeploymentRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "profile-llama"},
 		Spec: v1beta1.DynamoGraphDeploymentRequestSpec{
 			Model:          "meta-llama/Llama-3-8B",
@@ -20,11 +20,7 @@ func dgdr(mutate ...func(*v1beta1.DynamoGraphDeploymentRequest)) *v1beta1.Dynamo
 			SearchStrategy: v1beta1.SearchStrategyThorough,
 			SLA:            &v1beta1.SLA{TTFTMilliseconds: 200, ITLMilliseconds: 20},
 		},
-	}
-	for _, fn := range mutate {
-		fn(r)
-	}
-	return r
+	}, mutate)
 }
 
 func inPhase(p v1beta1.Phase) func(*v1beta1.DynamoGraphDeploymentRequest) {
@@ -37,11 +33,7 @@ func TestGraphDeploymentRequest(t *testing.T) {
 	autoThorough := func(r *v1beta1.DynamoGraphDeploymentRequest) {
 		r.Spec.Backend, r.Spec.SearchStrategy = v1beta1.BackendAuto, v1beta1.SearchStrategyThorough
 	}
-	creates := []struct {
-		name string
-		obj  *v1beta1.DynamoGraphDeploymentRequest
-		want []cause
-	}{
+	runCreates(t, v, []createCase[*v1beta1.DynamoGraphDeploymentRequest]{
 		{name: "A6/thorough with a concrete backend", obj: dgdr()},
 		{
 			name: "A6/rapid with backend auto",
@@ -50,20 +42,10 @@ func TestGraphDeploymentRequest(t *testing.T) {
 			}),
 		},
 		{name: "A6/thorough with backend auto rejected", obj: dgdr(autoThorough), want: []cause{{"spec.backend", invalid}}},
-	}
-	for _, tc := range creates {
-		t.Run(tc.name, func(t *testing.T) {
-			warnings, err := v.ValidateCreate(ctx, tc.obj)
-			requireOutcome(t, tc.want, nil, warnings, err)
-		})
-	}
+	})
 
 	newSLA := func(r *v1beta1.DynamoGraphDeploymentRequest) { r.Spec.SLA.TTFTMilliseconds = 100 }
-	updates := []struct {
-		name     string
-		old, new *v1beta1.DynamoGraphDeploymentRequest
-		want     []cause
-	}{
+	runUpdates(t, v, []updateCase[*v1beta1.DynamoGraphDeploymentRequest]{
 		{name: "A6/spec may change while Pending", old: dgdr(inPhase(v1beta1.PhasePending)), new: dgdr(newSLA)},
 		{name: "A6/spec may change while Failed", old: dgdr(inPhase(v1beta1.PhaseFailed)), new: dgdr(newSLA)},
 		{name: "A6/spec may change without a phase", old: dgdr(), new: dgdr(newSLA)},
@@ -98,13 +80,7 @@ func TestGraphDeploymentRequest(t *testing.T) {
 			new:  dgdr(autoThorough),
 			want: []cause{{"spec.backend", invalid}},
 		},
-	}
-	for _, tc := range updates {
-		t.Run(tc.name, func(t *testing.T) {
-			warnings, err := v.ValidateUpdate(ctx, tc.old, tc.new)
-			requireOutcome(t, tc.want, nil, warnings, err)
-		})
-	}
+	})
 
 	t.Run("A6/locked-phase message names the phase", func(t *testing.T) {
 		_, err := v.ValidateUpdate(ctx, dgdr(inPhase(v1beta1.PhaseProfiling)), dgdr(newSLA))

@@ -1,28 +1,22 @@
 package validation
 
 import (
-	"context"
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 )
 
 func model(mutate ...func(*v1alpha1.DynamoModel)) *v1alpha1.DynamoModel {
-	m := &v1alpha1.DynamoModel{
+	return mutated(&v1alpha1.DynamoModel{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "llama"},
 		Spec: v1alpha1.DynamoModelSpec{
 			ModelName:     "llama-3-8b",
 			BaseModelName: "meta-llama/Llama-3-8B",
 			ModelType:     v1alpha1.ModelTypeBase,
 		},
-	}
-	for _, fn := range mutate {
-		fn(m)
-	}
-	return m
+	}, mutate)
 }
 
 func lora(uri string) func(*v1alpha1.DynamoModel) {
@@ -36,13 +30,7 @@ func lora(uri string) func(*v1alpha1.DynamoModel) {
 
 func TestModel(t *testing.T) {
 	v := Model()
-	ctx := context.Background()
-	creates := []struct {
-		name    string
-		obj     *v1alpha1.DynamoModel
-		want    []cause
-		message string
-	}{
+	runCreates(t, v, []createCase[*v1alpha1.DynamoModel]{
 		{name: "A5/valid base model", obj: model()},
 		{name: "A5/base model type may be omitted", obj: model(func(m *v1alpha1.DynamoModel) { m.Spec.ModelType = "" })},
 		{
@@ -76,22 +64,9 @@ func TestModel(t *testing.T) {
 			obj:  model(lora("file:///s3://x")),
 			want: []cause{{"spec.source.uri", invalid}},
 		},
-	}
-	for _, tc := range creates {
-		t.Run(tc.name, func(t *testing.T) {
-			warnings, err := v.ValidateCreate(ctx, tc.obj)
-			requireOutcome(t, tc.want, nil, warnings, err)
-			if tc.message != "" {
-				require.EqualError(t, err, tc.message)
-			}
-		})
-	}
+	})
 
-	updates := []struct {
-		name     string
-		old, new *v1alpha1.DynamoModel
-		want     []cause
-	}{
+	runUpdates(t, v, []updateCase[*v1alpha1.DynamoModel]{
 		{
 			name: "A5/modelName may change",
 			old:  model(),
@@ -115,11 +90,5 @@ func TestModel(t *testing.T) {
 			new:  model(func(m *v1alpha1.DynamoModel) { m.Spec.ModelName = "" }),
 			want: []cause{{"spec.modelName", required}},
 		},
-	}
-	for _, tc := range updates {
-		t.Run(tc.name, func(t *testing.T) {
-			warnings, err := v.ValidateUpdate(ctx, tc.old, tc.new)
-			requireOutcome(t, tc.want, nil, warnings, err)
-		})
-	}
+	})
 }

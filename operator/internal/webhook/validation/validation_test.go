@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
@@ -57,26 +58,70 @@ func requireOutcome(t *testing.T, want []cause, wantWarnings []string, warnings 
 	}
 }
 
-func sharedSpec(mutate ...func(*v1alpha1.DynamoComponentDeploymentSharedSpec)) v1alpha1.DynamoComponentDeploymentSharedSpec {
-	s := v1alpha1.DynamoComponentDeploymentSharedSpec{ComponentType: "worker", Replicas: ptr.To[int32](1)}
-	for _, m := range mutate {
-		m(&s)
+// createCase is one ValidateCreate case: obj is admitted, or denied with exactly the causes
+// want and, when set, the message.
+type createCase[T client.Object] struct {
+	name    string
+	obj     T
+	want    []cause
+	message string
+}
+
+// updateCase is one ValidateUpdate case: the change from old to new is admitted, or denied
+// with exactly the causes want and, when set, the message.
+type updateCase[T client.Object] struct {
+	name     string
+	old, new T
+	want     []cause
+	message  string
+}
+
+func runCreates[T client.Object](t *testing.T, v admission.Validator[T], cases []createCase[T]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			warnings, err := v.ValidateCreate(context.Background(), tc.obj)
+			requireOutcome(t, tc.want, nil, warnings, err)
+			if tc.message != "" {
+				require.EqualError(t, err, tc.message)
+			}
+		})
 	}
-	return s
+}
+
+func runUpdates[T client.Object](t *testing.T, v admission.Validator[T], cases []updateCase[T]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			warnings, err := v.ValidateUpdate(context.Background(), tc.old, tc.new)
+			requireOutcome(t, tc.want, nil, warnings, err)
+			if tc.message != "" {
+				require.EqualError(t, err, tc.message)
+			}
+		})
+	}
+}
+
+// mutated applies each of mutate to obj, in order, and returns it: the fixtures' builders.
+func mutated[T any](obj *T, mutate []func(*T)) *T {
+	for _, m := range mutate {
+		m(obj)
+	}
+	return obj
+}
+
+func sharedSpec(mutate ...func(*v1alpha1.DynamoComponentDeploymentSharedSpec)) v1alpha1.DynamoComponentDeploymentSharedSpec {
+	return *mutated(&v1alpha1.DynamoComponentDeploymentSharedSpec{ComponentType: "worker", Replicas: ptr.To[int32](1)}, mutate)
 }
 
 func dcd(mutate ...func(*v1alpha1.DynamoComponentDeployment)) *v1alpha1.DynamoComponentDeployment {
-	d := &v1alpha1.DynamoComponentDeployment{
+	return mutated(&v1alpha1.DynamoComponentDeployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "decode"},
 		Spec: v1alpha1.DynamoComponentDeploymentSpec{
 			BackendFramework:                    "vllm",
 			DynamoComponentDeploymentSharedSpec: sharedSpec(),
 		},
-	}
-	for _, m := range mutate {
-		m(d)
-	}
-	return d
+	}, mutate)
 }
 
 // sharedRuleCases are A1: each mutation of a component's shared spec and the outcome at the
@@ -203,27 +248,32 @@ func sharedRuleCases() []sharedRuleCase {
 	}
 }
 
-func TestComponentDeployment(t *testing.T) {
-	v := ComponentDeployment()
+// runSharedRuleCases runs sharedRuleCases through v, on create and on update from the
+// unchanged object: withShared builds the object with mutate applied to the component spec at
+// path prefix.
+func runSharedRuleCases[T client.Object](t *testing.T, v admission.Validator[T], prefix string, withShared func(mutate func(*v1alpha1.DynamoComponentDeploymentSharedSpec)) T) {
+	t.Helper()
 	ctx := context.Background()
+	unchanged := func(*v1alpha1.DynamoComponentDeploymentSharedSpec) {}
 	for _, tc := range sharedRuleCases() {
 		t.Run(tc.name+"/create", func(t *testing.T) {
-			obj := dcd(func(d *v1alpha1.DynamoComponentDeployment) { tc.mutate(&d.Spec.DynamoComponentDeploymentSharedSpec) })
-			warnings, err := v.ValidateCreate(ctx, obj)
-			requireOutcome(t, tc.causes("spec"), tc.wantWarnings, warnings, err)
+			warnings, err := v.ValidateCreate(ctx, withShared(tc.mutate))
+			requireOutcome(t, tc.causes(prefix), tc.wantWarnings, warnings, err)
 		})
 		t.Run(tc.name+"/update", func(t *testing.T) {
-			obj := dcd(func(d *v1alpha1.DynamoComponentDeployment) { tc.mutate(&d.Spec.DynamoComponentDeploymentSharedSpec) })
-			warnings, err := v.ValidateUpdate(ctx, dcd(), obj)
-			requireOutcome(t, tc.causes("spec"), tc.wantWarnings, warnings, err)
+			warnings, err := v.ValidateUpdate(ctx, withShared(unchanged), withShared(tc.mutate))
+			requireOutcome(t, tc.causes(prefix), tc.wantWarnings, warnings, err)
 		})
 	}
+}
 
-	updates := []struct {
-		name     string
-		old, new *v1alpha1.DynamoComponentDeployment
-		want     []cause
-	}{
+func TestComponentDeployment(t *testing.T) {
+	v := ComponentDeployment()
+	runSharedRuleCases(t, v, "spec", func(mutate func(*v1alpha1.DynamoComponentDeploymentSharedSpec)) *v1alpha1.DynamoComponentDeployment {
+		return dcd(func(d *v1alpha1.DynamoComponentDeployment) { mutate(&d.Spec.DynamoComponentDeploymentSharedSpec) })
+	})
+
+	runUpdates(t, v, []updateCase[*v1alpha1.DynamoComponentDeployment]{
 		{
 			name: "A4/backendFramework change denied",
 			old:  dcd(),
@@ -244,11 +294,5 @@ func TestComponentDeployment(t *testing.T) {
 				d.Spec.Image = "nvcr.io/dynamo/vllm:1.2"
 			}),
 		},
-	}
-	for _, tc := range updates {
-		t.Run(tc.name, func(t *testing.T) {
-			warnings, err := v.ValidateUpdate(ctx, tc.old, tc.new)
-			requireOutcome(t, tc.want, nil, warnings, err)
-		})
-	}
+	})
 }
