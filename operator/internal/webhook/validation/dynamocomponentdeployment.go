@@ -1,9 +1,6 @@
 package validation
 
 import (
-	"fmt"
-
-	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -31,9 +28,5 @@ func validateComponentDeployment(dcd *v1alpha1.DynamoComponentDeployment) (field
 // immutableBackendFramework is shared by DCD (A4) and DGD (A3): a running component cannot
 // switch inference engines in place.
 func immutableBackendFramework(newValue, oldValue string) field.ErrorList {
-	if newValue == oldValue {
-		return nil
-	}
-	return field.ErrorList{immutable(field.NewPath("spec", "backendFramework"), newValue,
-		fmt.Sprintf("%s (was %q)", apimachineryvalidation.FieldImmutableErrorMsg, oldValue))}
+	return immutableField(field.NewPath("spec", "backendFramework"), newValue, oldValue)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -20,14 +19,8 @@ func Model() admission.Validator[*v1alpha1.DynamoModel] {
 		update: func(oldObj, newObj *v1alpha1.DynamoModel) (field.ErrorList, admission.Warnings) {
 			errs, warnings := validateModel(newObj)
 			spec := field.NewPath("spec")
-			if newObj.Spec.ModelType != oldObj.Spec.ModelType {
-				errs = append(errs, immutable(spec.Child("modelType"), newObj.Spec.ModelType,
-					fmt.Sprintf("%s (was %q)", apimachineryvalidation.FieldImmutableErrorMsg, oldObj.Spec.ModelType)))
-			}
-			if newObj.Spec.BaseModelName != oldObj.Spec.BaseModelName {
-				errs = append(errs, immutable(spec.Child("baseModelName"), newObj.Spec.BaseModelName,
-					fmt.Sprintf("%s (was %q)", apimachineryvalidation.FieldImmutableErrorMsg, oldObj.Spec.BaseModelName)))
-			}
+			errs = append(errs, immutableField(spec.Child("modelType"), newObj.Spec.ModelType, oldObj.Spec.ModelType)...)
+			errs = append(errs, immutableField(spec.Child("baseModelName"), newObj.Spec.BaseModelName, oldObj.Spec.BaseModelName)...)
 			return errs, warnings
 		},
 	}

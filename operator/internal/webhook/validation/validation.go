@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -30,6 +31,16 @@ const originImmutable = "immutable"
 // immutable reports a changed immutable field; detail says what may not change and why.
 func immutable(path *field.Path, value any, detail string) *field.Error {
 	return field.Invalid(path, value, detail).WithOrigin(originImmutable)
+}
+
+// immutableField reports a change of the immutable field at path, naming the old value
+// ("field is immutable (was "vllm")"); nothing when the value is unchanged.
+func immutableField[T ~string](path *field.Path, newValue, oldValue T) field.ErrorList {
+	if newValue == oldValue {
+		return nil
+	}
+	return field.ErrorList{immutable(path, newValue,
+		fmt.Sprintf("%s (was %q)", apimachineryvalidation.FieldImmutableErrorMsg, oldValue))}
 }
 
 // rules adapts per-kind rule functions to admission.Validator and owns what every kind
