@@ -39,5 +39,5 @@ type DynamoComponentDeploymentList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&DynamoComponentDeployment{}, &DynamoComponentDeploymentList{})
+	register(&DynamoComponentDeployment{}, &DynamoComponentDeploymentList{})
 }

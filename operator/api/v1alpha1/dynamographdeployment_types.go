@@ -112,5 +112,5 @@ type DynamoGraphDeploymentList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&DynamoGraphDeployment{}, &DynamoGraphDeploymentList{})
+	register(&DynamoGraphDeployment{}, &DynamoGraphDeploymentList{})
 }

@@ -1,8 +1,8 @@
 package v1alpha1
 
 import (
-	"math/rand"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -164,7 +164,7 @@ func TestConvertFromUnrepresentableSearchStrategy(t *testing.T) {
 
 // filler fills objects with random values; the seed is logged so a failure can be replayed.
 func filler(t *testing.T) *randfill.Filler {
-	seed := rand.Int63()
+	seed := time.Now().UnixNano()
 	t.Logf("random seed %d", seed)
 	return randfill.NewWithSeed(seed).NilChance(0.3).NumElements(0, 3).Funcs(
 		// metav1.Time only keeps second precision on the wire; the property is about our

@@ -70,5 +70,5 @@ type DynamoGraphDeploymentRequestList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&DynamoGraphDeploymentRequest{}, &DynamoGraphDeploymentRequestList{})
+	register(&DynamoGraphDeploymentRequest{}, &DynamoGraphDeploymentRequestList{})
 }

@@ -63,5 +63,5 @@ type DynamoModelList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&DynamoModel{}, &DynamoModelList{})
+	register(&DynamoModel{}, &DynamoModelList{})
 }

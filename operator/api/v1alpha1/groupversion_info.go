@@ -6,17 +6,32 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the group and version of every type in this package.
 	GroupVersion = schema.GroupVersion{Group: "nvidia.com", Version: "v1alpha1"}
 
-	// SchemeBuilder registers this package's types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
-
-	// AddToScheme adds this package's types to a scheme.
-	AddToScheme = SchemeBuilder.AddToScheme
+	// SchemeBuilder registers this package's types with a runtime.Scheme; each type's file adds
+	// its kinds in init (register). Plain apimachinery, so importing the API pulls in no
+	// controller-runtime.
+	SchemeBuilder = runtime.NewSchemeBuilder(func(s *runtime.Scheme) error {
+		metav1.AddToGroupVersion(s, GroupVersion)
+		return nil
+	})
 )
+
+// AddToScheme adds this package's types to a scheme. A function rather than the method value
+// SchemeBuilder.AddToScheme, which would copy the builder before the init funcs register types.
+func AddToScheme(s *runtime.Scheme) error { return SchemeBuilder.AddToScheme(s) }
+
+// register adds objects to SchemeBuilder as kinds of GroupVersion.
+func register(objects ...runtime.Object) {
+	SchemeBuilder.Register(func(s *runtime.Scheme) error {
+		s.AddKnownTypes(GroupVersion, objects...)
+		return nil
+	})
+}

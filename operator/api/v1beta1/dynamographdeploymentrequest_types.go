@@ -110,5 +110,5 @@ type DynamoGraphDeploymentRequestList struct {
 func (*DynamoGraphDeploymentRequest) Hub() {}
 
 func init() {
-	SchemeBuilder.Register(&DynamoGraphDeploymentRequest{}, &DynamoGraphDeploymentRequestList{})
+	register(&DynamoGraphDeploymentRequest{}, &DynamoGraphDeploymentRequestList{})
 }

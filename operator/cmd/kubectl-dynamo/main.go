@@ -50,19 +50,21 @@ func main() {
 }
 
 // run executes the command line args and returns the exit status.
+// Usage and error messages are written best effort (`_, _ =`): the exit status carries the
+// outcome, and a failed write to stderr has nowhere else to be reported.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		_, _ = fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
 	switch args[0] {
 	case "doctor":
 		return runDoctor(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+		_, _ = fmt.Fprint(stdout, usage)
 		return exitHealthy
 	}
-	fmt.Fprintf(stderr, "kubectl dynamo: unknown command %q\n\n%s", args[0], usage)
+	_, _ = fmt.Fprintf(stderr, "kubectl dynamo: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage
 }
 
@@ -90,7 +92,7 @@ func parseDoctorFlags(args []string, stderr io.Writer) (doctorFlags, error) {
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "Upper bound for the whole run.")
 	connect := fs.String("connect", string(doctor.ConnectAuto), "How to reach the webhook server for the served-certificate check: auto (the Service's ClusterIP, then the endpoint pod IPs, then a port-forward when those are unreachable) or port-forward (only a port-forward through the API server to a ready endpoint pod; never dials a cluster address from this machine).")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: kubectl dynamo doctor [flags]\n\nChecks the release's webhook configurations, caBundles, served certificate, Service endpoints,\nnamespaceSelector, Secret, cert-controller RBAC, operator logs and a server-side dry-run; exits 0\nonly when every check passes.\n\nFlags:\n")
+		_, _ = fmt.Fprint(stderr, "Usage: kubectl dynamo doctor [flags]\n\nChecks the release's webhook configurations, caBundles, served certificate, Service endpoints,\nnamespaceSelector, Secret, cert-controller RBAC, operator logs and a server-side dry-run; exits 0\nonly when every check passes.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -119,19 +121,19 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitHealthy
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "kubectl dynamo doctor:", err)
+		_, _ = fmt.Fprintln(stderr, "kubectl dynamo doctor:", err)
 		return exitUsage
 	}
 	cfg, err := restConfig(f.kubeconfig, f.context)
 	if err != nil {
-		fmt.Fprintln(stderr, "kubectl dynamo doctor:", err)
+		_, _ = fmt.Fprintln(stderr, "kubectl dynamo doctor:", err)
 		return exitUsage
 	}
 	d, err := doctor.New(cfg, doctor.Options{
 		Release: f.release, Namespace: f.namespace, TestNamespace: f.testNamespace, Chart: f.chart, Connect: f.connect,
 	})
 	if err != nil {
-		fmt.Fprintln(stderr, "kubectl dynamo doctor:", err)
+		_, _ = fmt.Fprintln(stderr, "kubectl dynamo doctor:", err)
 		return exitUsage
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
@@ -142,7 +144,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		write = report.WriteJSON
 	}
 	if err := write(stdout); err != nil {
-		fmt.Fprintln(stderr, "kubectl dynamo doctor: writing the report:", err)
+		_, _ = fmt.Fprintln(stderr, "kubectl dynamo doctor: writing the report:", err)
 		return exitUnhealthy
 	}
 	if !report.Healthy() {

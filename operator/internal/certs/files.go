@@ -55,13 +55,13 @@ func isFile(path string) bool {
 const dataLink = "..data"
 
 // writeFilesAtomically publishes files (name → content) in dir so a reader sees either the
-// old or the new content of each file, never a partial write. Files whose names hold "key"
-// are written 0600. It reports whether anything changed.
+// old or the new content of each file, never a partial write. Only the operator itself reads
+// the files, so directories are 0700 and files 0600. It reports whether anything changed.
 func writeFilesAtomically(dir string, files map[string][]byte) (bool, error) {
 	if same(dir, files) {
 		return false, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, fmt.Errorf("creating directory %s: %w", dir, err)
 	}
 	tsDir, err := os.MkdirTemp(dir, "..certs_")
@@ -74,15 +74,9 @@ func writeFilesAtomically(dir string, files map[string][]byte) (bool, error) {
 			_ = os.RemoveAll(tsDir)
 		}
 	}()
-	if err := os.Chmod(tsDir, 0o755); err != nil {
-		return false, fmt.Errorf("setting permissions of %s: %w", tsDir, err)
-	}
+	// os.MkdirTemp created tsDir 0700.
 	for name, content := range files {
-		mode := fs.FileMode(0o644)
-		if strings.Contains(name, "key") {
-			mode = 0o600
-		}
-		if err := writeSynced(filepath.Join(tsDir, name), content, mode); err != nil {
+		if err := writeSynced(filepath.Join(tsDir, name), content, 0o600); err != nil {
 			return false, err
 		}
 	}
@@ -118,7 +112,7 @@ func writeFilesAtomically(dir string, files map[string][]byte) (bool, error) {
 // same reports whether every file already has the wanted content.
 func same(dir string, files map[string][]byte) bool {
 	for name, want := range files {
-		got, err := os.ReadFile(filepath.Join(dir, name))
+		got, err := os.ReadFile(filepath.Join(dir, name)) //nolint:gosec // G304: the operator's own certificate directory and a fixed file name
 		if err != nil || !bytes.Equal(got, want) {
 			return false
 		}
@@ -127,7 +121,7 @@ func same(dir string, files map[string][]byte) bool {
 }
 
 func writeSynced(path string, content []byte, mode fs.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode) //nolint:gosec // G304: a fixed file name in the staging directory writeFilesAtomically created
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", path, err)
 	}

@@ -15,7 +15,7 @@ import (
 
 func touch(t *testing.T, path string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
@@ -93,7 +93,7 @@ func mustSymlink(t *testing.T, target, link string) {
 
 func readString(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(path) //nolint:gosec // G304: tests pass paths under their t.TempDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestWriteFilesAtomically(t *testing.T) {
 
 	t.Run("replaces regular files left by someone else", func(t *testing.T) {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "tls.crt"), []byte("old"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "tls.crt"), []byte("old"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := writeFilesAtomically(dir, v1); err != nil {
@@ -157,7 +157,7 @@ func TestWriteFilesAtomically(t *testing.T) {
 			wg.Go(func() {
 				for !stop.Load() {
 					for _, name := range []string{"tls.crt", "tls.key"} {
-						b, err := os.ReadFile(filepath.Join(dir, name))
+						b, err := os.ReadFile(filepath.Join(dir, name)) //nolint:gosec // G304: a fixed name under the test's t.TempDir()
 						reads.Add(1)
 						// A reader resolving the old directory just as it is removed gets
 						// ENOENT (as with kubelet's Secret volumes) and reads again; what it

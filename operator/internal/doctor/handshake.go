@@ -15,10 +15,10 @@ import (
 	"syscall"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/klog/v2"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // dialTarget is an address the webhook server may be reached at from here.
@@ -182,7 +182,7 @@ func (s *session) handshakeAt(ctx context.Context, addr string, cfg *tls.Config)
 	if dialErr != nil {
 		return state, dialErr, nil
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }() // only the handshake's outcome is reported
 	tc := tls.Client(conn, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return state, nil, err
@@ -212,27 +212,34 @@ func (s *session) portForward(ctx context.Context, pod string, port int32) (addr
 	if err != nil {
 		return "", nil, fmt.Errorf("preparing a port-forward to pod %s/%s: %w", s.opts.Namespace, pod, err)
 	}
-	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, req.URL())
-	if tunneling, err := portforward.NewSPDYOverWebsocketDialer(req.URL(), s.cfg); err == nil {
-		dialer = portforward.NewFallbackDialer(tunneling, dialer, func(err error) bool {
+	// The k8s.io/streaming variants throughout: the WebSocket dialer reports a failed upgrade as
+	// k8s.io/streaming's UpgradeFailureError, which the deprecated
+	// k8s.io/apimachinery/pkg/util/httpstream.IsUpgradeFailure does not recognise, so the SPDY
+	// fallback would never be taken.
+	dialer := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, req.URL())
+	if tunneling, err := portforward.NewSPDYOverWebsocketDialerForStreaming(req.URL(), s.cfg); err == nil {
+		dialer = portforward.NewFallbackDialerForStreaming(tunneling, dialer, func(err error) bool {
 			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 		})
 	}
 	far := &forwardErrors{}
 	fwCtx, cancel := context.WithCancel(klog.NewContext(ctx, logr.New(far)))
 	ready := make(chan struct{})
-	fw, err := portforward.NewOnAddressesWithContext(fwCtx, dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, ready, io.Discard, io.Discard)
+	fw, err := portforward.NewOnAddressesForStreamingWithContext(fwCtx, dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, ready, io.Discard, io.Discard)
 	if err != nil {
 		cancel()
 		return "", nil, fmt.Errorf("port-forwarding to pod %s/%s: %w", s.opts.Namespace, pod, err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- fw.ForwardPorts() }()
+	// done closes when ForwardPorts returns; fwErr is then its result. Once we cancel, that
+	// result (nil, or a lost connection) adds nothing: the far end's errors are what matter.
+	done := make(chan struct{})
+	var fwErr error
+	go func() { fwErr = fw.ForwardPorts(); close(done) }()
 	select {
 	case <-ready:
-	case err := <-done:
+	case <-done:
 		cancel()
-		return "", nil, fmt.Errorf("port-forwarding to pod %s/%s: %w", s.opts.Namespace, pod, err)
+		return "", nil, fmt.Errorf("port-forwarding to pod %s/%s: %w", s.opts.Namespace, pod, fwErr)
 	case <-ctx.Done():
 		cancel()
 		return "", nil, fmt.Errorf("port-forwarding to pod %s/%s: %w", s.opts.Namespace, pod, ctx.Err())

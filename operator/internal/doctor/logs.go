@@ -76,7 +76,7 @@ func (s *session) podLog(ctx context.Context, pod string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // a read-only stream: what was read is the result
 	return io.ReadAll(io.LimitReader(rc, maxLogBytes))
 }
 

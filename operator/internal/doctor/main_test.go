@@ -18,9 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/apimachinery/pkg/util/httpstream/spdy"
 	"k8s.io/client-go/tools/portforward"
+	"k8s.io/streaming/pkg/httpstream"
+	"k8s.io/streaming/pkg/httpstream/spdy"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/operator/internal/testcluster"
@@ -134,7 +134,8 @@ func (k *testKubelet) portForward(w http.ResponseWriter, r *http.Request, nsPod 
 	if conn == nil {
 		return
 	}
-	defer conn.Close()
+	// A failed close has no one to be reported to: the API server's side is gone or done.
+	defer func() { _ = conn.Close() }()
 	pairs := map[string][2]httpstream.Stream{} // requestID -> error, data
 	for {
 		select {
@@ -163,22 +164,22 @@ func (k *testKubelet) portForward(w http.ResponseWriter, r *http.Request, nsPod 
 }
 
 func (k *testKubelet) forwardStreams(nsPod string, errStream, data httpstream.Stream) {
-	defer errStream.Close()
-	defer data.Close()
+	// Closing the streams ends this forward; a failed close has no one to be reported to.
+	defer func() { _ = data.Close(); _ = errStream.Close() }()
 	port := data.Headers().Get(corev1.PortHeader)
 	k.mu.Lock()
 	backend, ok := k.forwards[nsPod+"/"+port]
 	k.mu.Unlock()
 	if !ok {
-		fmt.Fprintf(errStream, "error forwarding port %s to pod %s: the pod does not listen on it", port, nsPod)
+		_, _ = fmt.Fprintf(errStream, "error forwarding port %s to pod %s: the pod does not listen on it", port, nsPod) // best effort: the client may be gone
 		return
 	}
 	up, err := net.DialTimeout("tcp", backend(), 5*time.Second)
 	if err != nil {
-		fmt.Fprintf(errStream, "error forwarding port %s to pod %s, uid : failed to connect to localhost:%s inside the pod's network namespace: %v", port, nsPod, port, err)
+		_, _ = fmt.Fprintf(errStream, "error forwarding port %s to pod %s, uid : failed to connect to localhost:%s inside the pod's network namespace: %v", port, nsPod, port, err)
 		return
 	}
-	defer up.Close()
+	defer func() { _ = up.Close() }() // the copies below are over; the Pod's side of the test has its own checks
 	copied := make(chan struct{}, 2)
 	go func() {
 		_, _ = io.Copy(up, data)

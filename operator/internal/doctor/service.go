@@ -242,7 +242,7 @@ func (s *session) operatorPods(ctx context.Context) ([]corev1.Pod, error) {
 	}
 	sel, err := metav1.LabelSelectorAsSelector(s.deployment.Spec.Selector)
 	if err != nil {
-		return nil, fmt.Errorf("Deployment %s/%s has an invalid selector: %w", s.deployment.Namespace, s.deployment.Name, err)
+		return nil, fmt.Errorf("invalid selector in Deployment %s/%s: %w", s.deployment.Namespace, s.deployment.Name, err)
 	}
 	var pods corev1.PodList
 	if err := s.client.List(ctx, &pods, client.InNamespace(s.opts.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {

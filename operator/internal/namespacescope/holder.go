@@ -312,7 +312,7 @@ func (h *Holder) writeLocked(ctx context.Context, takeOver bool) error {
 		}
 
 		lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(now))
-		lease.Spec.LeaseDurationSeconds = ptr.To(int32(h.timings.LeaseDuration / time.Second))
+		lease.Spec.LeaseDurationSeconds = ptr.To(h.timings.LeaseDurationSeconds())
 		if !ours {
 			lease.Spec.HolderIdentity = ptr.To(h.identity)
 			lease.Spec.AcquireTime = ptr.To(metav1.NewMicroTime(now))
@@ -343,7 +343,7 @@ func (h *Holder) newLease(now time.Time) *coordinationv1.Lease {
 		},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To(h.identity),
-			LeaseDurationSeconds: ptr.To(int32(h.timings.LeaseDuration / time.Second)),
+			LeaseDurationSeconds: ptr.To(h.timings.LeaseDurationSeconds()),
 			AcquireTime:          ptr.To(metav1.NewMicroTime(now)),
 			RenewTime:            ptr.To(metav1.NewMicroTime(now)),
 			LeaseTransitions:     ptr.To[int32](0),

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -72,6 +73,9 @@ func (t Timings) Validate() error {
 	var errs []error
 	if t.LeaseDuration <= 0 {
 		errs = append(errs, fmt.Errorf("--%s must be positive, got %s", FlagLeaseDuration, t.LeaseDuration))
+	} else if t.LeaseDuration > math.MaxInt32*time.Second {
+		errs = append(errs, fmt.Errorf("--%s must be at most %ds (the Lease's spec.leaseDurationSeconds is an int32), got %s",
+			FlagLeaseDuration, math.MaxInt32, t.LeaseDuration))
 	} else if t.LeaseDuration%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("--%s must be a whole number of seconds (it is stored as the Lease's spec.leaseDurationSeconds), got %s",
 			FlagLeaseDuration, t.LeaseDuration))
@@ -86,6 +90,19 @@ func (t Timings) Validate() error {
 		errs = append(errs, fmt.Errorf("--%s must not be negative, got %s", FlagGracePeriod, t.GracePeriod))
 	}
 	return errors.Join(errs...)
+}
+
+// LeaseDurationSeconds is LeaseDuration as the Lease's spec.leaseDurationSeconds, clamped to
+// int32 (Validate rejects a duration outside it).
+func (t Timings) LeaseDurationSeconds() int32 {
+	s := int64(t.LeaseDuration / time.Second)
+	if s < 0 {
+		return 0
+	}
+	if s > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(s)
 }
 
 // FailoverWindow is the longest a cluster-wide operator keeps skipping a namespace whose

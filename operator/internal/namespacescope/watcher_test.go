@@ -58,7 +58,7 @@ func createLease(t *testing.T, ns, name, holder string, renewed time.Time) *coor
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To(holder),
-			LeaseDurationSeconds: ptr.To(int32(fastTimings.LeaseDuration / time.Second)),
+			LeaseDurationSeconds: ptr.To(fastTimings.LeaseDurationSeconds()),
 			AcquireTime:          &at,
 			RenewTime:            &at,
 		},
@@ -82,7 +82,7 @@ func TestWatcher(t *testing.T) {
 		excludedMsg := "namespace excluded: active lock Lease held by operator-b-0"
 		expiredMsg := "namespace re-included: lock Lease expired"
 
-		lease := createLease(t, ns, namespacescope.LeaseName, "operator-b-0", t0)
+		createLease(t, ns, namespacescope.LeaseName, "operator-b-0", t0)
 		eventually(t, 5*time.Second, ns+" is excluded", func() bool { return w.Excluded(ns) })
 		if got := gauge(t, metrics.NamespaceExcluded, ns); got != 1 {
 			t.Errorf("dynamo_namespace_excluded{namespace=%q} = %v, want 1", ns, got)
@@ -111,7 +111,7 @@ func TestWatcher(t *testing.T) {
 
 		// The holder comes back (M6): its renewal excludes the namespace again.
 		renewed := metav1.NewMicroTime(clk.Now())
-		lease = getLease(t, ns)
+		lease := getLease(t, ns)
 		lease.Spec.RenewTime = &renewed
 		if _, err := admin.CoordinationV1().Leases(ns).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("renewing Lease %s/%s: %v", ns, lease.Name, err)

@@ -60,12 +60,13 @@ func (l *logLines) find(msg string) []map[string]any {
 	return out
 }
 
-func requests(webhook string, op admissionv1.Operation, result string) float64 {
-	return testutil.ToFloat64(metrics.WebhookRequests.WithLabelValues(webhook, string(op), result))
+// requests and denials read counters, whose values are whole numbers: compared as ints, exactly.
+func requests(webhook string, op admissionv1.Operation, result string) int {
+	return int(testutil.ToFloat64(metrics.WebhookRequests.WithLabelValues(webhook, string(op), result)))
 }
 
-func denials(webhook, reason string) float64 {
-	return testutil.ToFloat64(metrics.WebhookDenials.WithLabelValues(webhook, reason))
+func denials(webhook, reason string) int {
+	return int(testutil.ToFloat64(metrics.WebhookDenials.WithLabelValues(webhook, reason)))
 }
 
 func durationSamples(t *testing.T, webhook string, op admissionv1.Operation, result string) uint64 {
@@ -109,8 +110,8 @@ func TestLeaseAware(t *testing.T) {
 		warnings, err := v.ValidateCreate(createRequest("team-a"), graph("team-a", noServices))
 		require.NoError(t, err)
 		assert.Empty(t, warnings)
-		assert.Equal(t, 1.0, requests(hook, admissionv1.Create, metrics.ResultSkipped))
-		assert.Equal(t, 0.0, requests(hook, admissionv1.Create, metrics.ResultDenied))
+		assert.Equal(t, 1, requests(hook, admissionv1.Create, metrics.ResultSkipped))
+		assert.Equal(t, 0, requests(hook, admissionv1.Create, metrics.ResultDenied))
 		assert.EqualValues(t, 1, durationSamples(t, hook, admissionv1.Create, metrics.ResultSkipped))
 
 		skips := logs.find("Skipping admission: a namespace-restricted operator's Lease is active in this namespace")
@@ -126,8 +127,8 @@ func TestLeaseAware(t *testing.T) {
 	t.Run("M2/other namespace: validated and denied", func(t *testing.T) {
 		_, err := v.ValidateCreate(createRequest("team-b"), graph("team-b", noServices))
 		require.Error(t, err)
-		assert.Equal(t, 1.0, requests(hook, admissionv1.Create, metrics.ResultDenied))
-		assert.Equal(t, 1.0, requests(hook, admissionv1.Create, metrics.ResultSkipped), "skipped count unchanged")
+		assert.Equal(t, 1, requests(hook, admissionv1.Create, metrics.ResultDenied))
+		assert.Equal(t, 1, requests(hook, admissionv1.Create, metrics.ResultSkipped), "skipped count unchanged")
 	})
 
 	t.Run("M2/updates and deletes are skipped too", func(t *testing.T) {
@@ -135,16 +136,16 @@ func TestLeaseAware(t *testing.T) {
 			g.Spec.BackendFramework = "sglang"
 		}))
 		require.NoError(t, err)
-		assert.Equal(t, 1.0, requests(hook, admissionv1.Update, metrics.ResultSkipped))
+		assert.Equal(t, 1, requests(hook, admissionv1.Update, metrics.ResultSkipped))
 		_, err = v.ValidateDelete(context.Background(), graph("team-a"))
 		require.NoError(t, err)
-		assert.Equal(t, 1.0, requests(hook, admissionv1.Delete, metrics.ResultSkipped))
+		assert.Equal(t, 1, requests(hook, admissionv1.Delete, metrics.ResultSkipped))
 	})
 
 	t.Run("M2/namespace taken from the request when the object has none", func(t *testing.T) {
 		_, err := v.ValidateCreate(createRequest("team-a"), graph("", noServices))
 		require.NoError(t, err)
-		assert.Equal(t, 2.0, requests(hook, admissionv1.Create, metrics.ResultSkipped))
+		assert.Equal(t, 2, requests(hook, admissionv1.Create, metrics.ResultSkipped))
 	})
 
 	t.Run("M7/excluded namespace: no mutation", func(t *testing.T) {
@@ -155,12 +156,12 @@ func TestLeaseAware(t *testing.T) {
 		skipped := graph("team-a")
 		require.NoError(t, d.Default(createRequest("team-a"), skipped))
 		assert.Nil(t, skipped.Annotations)
-		assert.Equal(t, 1.0, requests(mhook, admissionv1.Create, metrics.ResultSkipped))
+		assert.Equal(t, 1, requests(mhook, admissionv1.Create, metrics.ResultSkipped))
 
 		stamped := graph("team-b")
 		require.NoError(t, d.Default(createRequest("team-b"), stamped))
 		assert.Equal(t, "v9", stamped.Annotations[v1alpha1.OperatorOriginVersionAnnotation])
-		assert.Equal(t, 1.0, requests(mhook, admissionv1.Create, metrics.ResultAllowed))
+		assert.Equal(t, 1, requests(mhook, admissionv1.Create, metrics.ResultAllowed))
 		lines := logs.find("default")
 		require.Len(t, lines, 2)
 		assert.Equal(t, metrics.ResultSkipped, lines[0]["result"])
@@ -192,12 +193,12 @@ func TestObserved(t *testing.T) {
 		}))
 		require.Error(t, err)
 
-		assert.Equal(t, 1.0, requests(hook, admissionv1.Update, metrics.ResultDenied))
+		assert.Equal(t, 1, requests(hook, admissionv1.Update, metrics.ResultDenied))
 		assert.EqualValues(t, 1, durationSamples(t, hook, admissionv1.Update, metrics.ResultDenied))
 		// Five required causes and one immutable: each reason counts once per denial.
-		assert.Equal(t, 1.0, denials(hook, ReasonRequired))
-		assert.Equal(t, 1.0, denials(hook, ReasonImmutable))
-		assert.Equal(t, 0.0, denials(hook, ReasonInvalid), "immutable must not be counted as invalid")
+		assert.Equal(t, 1, denials(hook, ReasonRequired))
+		assert.Equal(t, 1, denials(hook, ReasonImmutable))
+		assert.Equal(t, 0, denials(hook, ReasonInvalid), "immutable must not be counted as invalid")
 
 		lines := logs.find("validate update")
 		require.Len(t, lines, 1)
@@ -218,7 +219,7 @@ func TestObserved(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, warnings, 1)
 		assert.Contains(t, warnings[0], "spec.dynamoNamespace is deprecated")
-		assert.Equal(t, 1.0, requests(hook, admissionv1.Create, metrics.ResultAllowed))
+		assert.Equal(t, 1, requests(hook, admissionv1.Create, metrics.ResultAllowed))
 
 		lines := logs.find("validate create")
 		require.NotEmpty(t, lines)
@@ -234,7 +235,7 @@ func TestObserved(t *testing.T) {
 		d := ObservedDefaulter(hook, "DynamoGraphDeployment", log,
 			admission.Defaulter[*v1alpha1.DynamoGraphDeployment](defaulting.GraphDeployment{OperatorVersion: "v9"}))
 		require.Error(t, d.Default(context.Background(), graph("team-a")))
-		assert.Equal(t, 1.0, requests(hook, "", metrics.ResultError), "no request, no operation")
+		assert.Equal(t, 1, requests(hook, "", metrics.ResultError), "no request, no operation")
 		lines := logs.find("default")
 		require.NotEmpty(t, lines)
 		last := lines[len(lines)-1]

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -136,8 +137,8 @@ func TestA2GraphCreate(t *testing.T) {
 	})
 
 	t.Run("A9/denials carry causes and are logged and counted", func(t *testing.T) {
-		denied := testutil.ToFloat64(metrics.WebhookRequests.WithLabelValues("validate-dynamographdeployment", "CREATE", metrics.ResultDenied))
-		required := testutil.ToFloat64(metrics.WebhookDenials.WithLabelValues("validate-dynamographdeployment", "required"))
+		denied := counterValue(metrics.WebhookRequests.WithLabelValues("validate-dynamographdeployment", "CREATE", metrics.ResultDenied))
+		required := counterValue(metrics.WebhookDenials.WithLabelValues("validate-dynamographdeployment", "required"))
 		obj := dgd(ns, "logged")
 		obj.Spec.Services = nil
 		err := k8s.Create(ctx, obj)
@@ -150,8 +151,8 @@ func TestA2GraphCreate(t *testing.T) {
 		assert.Equal(t, []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueRequired,
 			Message: "Required value: at least one service is required", Field: "spec.services"}}, status.Status().Details.Causes)
 
-		assert.Equal(t, denied+1, testutil.ToFloat64(metrics.WebhookRequests.WithLabelValues("validate-dynamographdeployment", "CREATE", metrics.ResultDenied)))
-		assert.Equal(t, required+1, testutil.ToFloat64(metrics.WebhookDenials.WithLabelValues("validate-dynamographdeployment", "required")))
+		assert.Equal(t, denied+1, counterValue(metrics.WebhookRequests.WithLabelValues("validate-dynamographdeployment", "CREATE", metrics.ResultDenied)))
+		assert.Equal(t, required+1, counterValue(metrics.WebhookDenials.WithLabelValues("validate-dynamographdeployment", "required")))
 
 		var found bool
 		for _, line := range logLines(t, "validate create") {
@@ -444,9 +445,9 @@ func TestA10BeingDeleted(t *testing.T) {
 	obj.Finalizers = []string{v1alpha1.DynamoGraphDeploymentFinalizer}
 	obj.Spec.Restart = &v1alpha1.Restart{} // no id: invalid (A2)
 	t.Run("M2/skipped while a namespace-restricted operator owns the namespace", func(t *testing.T) {
-		skipped := testutil.ToFloat64(metrics.WebhookRequests.WithLabelValues("validate-dynamographdeployment", "CREATE", metrics.ResultSkipped))
+		skipped := counterValue(metrics.WebhookRequests.WithLabelValues("validate-dynamographdeployment", "CREATE", metrics.ResultSkipped))
 		require.NoError(t, k8s.Create(ctx, obj))
-		assert.Equal(t, skipped+1, testutil.ToFloat64(metrics.WebhookRequests.WithLabelValues("validate-dynamographdeployment", "CREATE", metrics.ResultSkipped)))
+		assert.Equal(t, skipped+1, counterValue(metrics.WebhookRequests.WithLabelValues("validate-dynamographdeployment", "CREATE", metrics.ResultSkipped)))
 	})
 	t.Run("M7/mutation skipped too", func(t *testing.T) {
 		assert.NotContains(t, obj.Annotations, v1alpha1.OperatorOriginVersionAnnotation)
@@ -471,3 +472,6 @@ func TestA10BeingDeleted(t *testing.T) {
 		assert.True(t, apierrors.IsNotFound(err), "object should be gone, got %v", err)
 	})
 }
+
+// counterValue reads a counter. Its value is a whole number, so it is compared as an int, exactly.
+func counterValue(c prometheus.Collector) int { return int(testutil.ToFloat64(c)) }

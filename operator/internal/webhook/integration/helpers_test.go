@@ -124,7 +124,7 @@ func postReview(t *testing.T, path string, op admissionv1.Operation, kind metav1
 	url := "https://" + net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort)) + path
 	resp, err := httpClient.Post(url, "application/json", bytes.NewReader(body))
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // the decoded review is the result
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	var out admissionv1.AdmissionReview
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))

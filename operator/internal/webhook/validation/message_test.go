@@ -2,7 +2,6 @@ package validation
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,7 +41,7 @@ func TestDenialMessage(t *testing.T) {
 			m.Spec.BaseModelName = "other"
 		}))
 		var status *apierrors.StatusError
-		require.True(t, errors.As(err, &status))
+		require.ErrorAs(t, err, &status)
 		assert.True(t, apierrors.IsInvalid(err))
 		assert.Equal(t, &metav1.StatusDetails{
 			Group: "nvidia.com",
@@ -97,12 +96,12 @@ func TestBeingDeleted(t *testing.T) {
 			d.DeletionTimestamp = &deleting
 			d.Spec.BackendFramework = "sglang"
 		}))
-		assert.NoError(t, err)
+		require.NoError(t, err)
 		_, err = Model().ValidateUpdate(ctx, model(), model(func(m *v1alpha1.DynamoModel) {
 			m.DeletionTimestamp = &deleting
 			m.Spec.ModelType = v1alpha1.ModelTypeLoRA
 		}))
-		assert.NoError(t, err)
+		require.NoError(t, err)
 		_, err = GraphDeploymentRequest().ValidateUpdate(ctx, dgdr(inPhase(v1beta1.PhaseDeployed)),
 			dgdr(func(r *v1beta1.DynamoGraphDeploymentRequest) {
 				r.DeletionTimestamp = &deleting
