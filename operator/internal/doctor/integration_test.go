@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -30,6 +29,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gauntlet-dev/gauntlet/operator/internal/scheme"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/testcluster"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/webhook"
 )
 
@@ -46,27 +46,9 @@ const (
 var (
 	// operatorLogs is what the in-process operator webhooks log; the test kubelet serves it
 	// as the operator Pod's log.
-	operatorLogs  = &syncBuffer{}
+	operatorLogs  = &testcluster.LogBuffer{}
 	setLoggerOnce sync.Once
 )
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // forwarder plays kube-proxy for the webhook Service: it listens on ClusterIP:port and
 // passes connections to the current backend. Stopping it leaves nothing listening there
@@ -175,7 +157,7 @@ type world struct {
 	fwd        *forwarder
 	fast, slow string
 	cert       atomic.Pointer[tls.Certificate]
-	logs       *syncBuffer
+	logs       *testcluster.LogBuffer
 	doctor     *Doctor
 	dialed     *dialRecorder
 }

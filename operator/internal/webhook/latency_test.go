@@ -7,17 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
-	"github.com/gauntlet-dev/gauntlet/operator/internal/scheme"
 )
 
 // countingValidator counts the calls that reach it and admits everything.
@@ -100,17 +95,6 @@ func TestLatencyInjection(t *testing.T) {
 // through), and without it the same request is answered at once.
 func TestRegisterComposesLatencyInjection(t *testing.T) {
 	const delay = 400 * time.Millisecond
-	served := func(cfg Config) http.Handler {
-		mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{
-			Scheme:                 scheme.New(),
-			Metrics:                metricsserver.Options{BindAddress: "0"},
-			HealthProbeBindAddress: "0",
-			Logger:                 logr.Discard(),
-		})
-		require.NoError(t, err)
-		require.NoError(t, Register(mgr, cfg))
-		return mgr.GetWebhookServer().WebhookMux()
-	}
 	bad := validDGD()
 	bad.Spec.Services = nil
 	body := review(t, admissionv1.Create, gvkDGD, "dynamographdeployments", bad, nil)
@@ -124,7 +108,7 @@ func TestRegisterComposesLatencyInjection(t *testing.T) {
 		{"off by default", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := served(Config{LatencyInjection: tc.latency})
+			h := servedMuxWith(t, Config{LatencyInjection: tc.latency})
 			start := time.Now()
 			rec, out := post(t, h, path, body)
 			elapsed := time.Since(start)

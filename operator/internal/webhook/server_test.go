@@ -39,6 +39,11 @@ const (
 // servedMux registers every webhook on a manager that never starts and returns the
 // webhook server's handler: requests go through controller-runtime's real decoding path.
 func servedMux(tb testing.TB) http.Handler {
+	return servedMuxWith(tb, Config{OperatorVersion: testOperatorVersion, DefaultDGDRImage: testDGDRImage})
+}
+
+// servedMuxWith is servedMux with the webhooks configured as cfg.
+func servedMuxWith(tb testing.TB, cfg Config) http.Handler {
 	tb.Helper()
 	// controller-runtime's global logger buffers every record until SetLogger is called;
 	// under fuzzing that is millions of records.
@@ -51,7 +56,7 @@ func servedMux(tb testing.TB) http.Handler {
 		Logger:                 logr.Discard(),
 	})
 	require.NoError(tb, err)
-	require.NoError(tb, Register(mgr, Config{OperatorVersion: testOperatorVersion, DefaultDGDRImage: testDGDRImage}))
+	require.NoError(tb, Register(mgr, cfg))
 	return mgr.GetWebhookServer().WebhookMux()
 }
 
