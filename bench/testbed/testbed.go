@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 )
 
 // ControlLabel marks namespaces the bench's webhooks skip (namespaceSelector
@@ -203,7 +204,7 @@ func (t *Testbed) finish(ctx context.Context, logf func(string, ...any)) error {
 func waitRouting(ctx context.Context, dyn dynamic.Interface, webhookNS, controlNS string) error {
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	what := fmt.Sprintf("dry-run DynamoGraphDeployments to be stamped by the webhooks in namespace %s and to skip them in %s", webhookNS, controlNS)
-	return install.Wait(ctx, what, time.Minute, func(ctx context.Context) (bool, string, error) {
+	return poll.Until(ctx, what, time.Minute, func(ctx context.Context) (bool, string, error) {
 		name := "bench-probe-" + rand.String(5)
 		got, err := dyn.Resource(install.GraphDeployments).Namespace(webhookNS).Create(ctx, install.GraphDeployment(webhookNS, name), dry)
 		if err != nil {

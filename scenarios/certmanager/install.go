@@ -21,7 +21,6 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -29,6 +28,9 @@ import (
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	cmclient "github.com/cert-manager/cert-manager/pkg/client/clientset/versioned"
+	cmv1client "github.com/cert-manager/cert-manager/pkg/client/clientset/versioned/typed/certmanager/v1"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 )
 
 // Module is the Go module whose packages, CRDs and chart gauntlet uses.
@@ -90,20 +92,20 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
 		}
 	}
 	for _, name := range names {
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := poll.Until(ctx, "CustomResourceDefinition "+name+" to be Established", 30*time.Second, func(ctx context.Context) (bool, string, error) {
 			crd, err := crds.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
-				return false, nil
+				return false, err.Error(), nil
 			}
 			for _, c := range crd.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
+				if c.Type == apiextensionsv1.Established {
+					return c.Status == apiextensionsv1.ConditionTrue, fmt.Sprintf("Established=%s (%s: %s)", c.Status, c.Reason, c.Message), nil
 				}
 			}
-			return false, nil
+			return false, "no Established condition yet", nil
 		})
 		if err != nil {
-			return fmt.Errorf("waiting for CustomResourceDefinition %s to be Established: %w", name, err)
+			return err
 		}
 	}
 	return nil
@@ -158,26 +160,79 @@ func WaitReady(ctx context.Context, cfg *rest.Config, namespace string, timeout 
 	if _, err := cm.CertmanagerV1().Issuers(namespace).Create(ctx, issuer, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating Issuer %s/%s: %w", namespace, ProbeIssuer, err)
 	}
-	var last string
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		got, err := cm.CertmanagerV1().Issuers(namespace).Get(ctx, ProbeIssuer, metav1.GetOptions{})
+	return WaitObjectReady(ctx, cfg, cmv1.IssuerKind, namespace, ProbeIssuer, timeout)
+}
+
+// WaitObjectReady waits until cert-manager marks an object Ready: kind is cmv1.IssuerKind,
+// cmv1.ClusterIssuerKind or cmv1.CertificateKind (namespace is not used for a ClusterIssuer).
+// A timeout quotes the Ready condition last seen.
+func WaitObjectReady(ctx context.Context, cfg *rest.Config, kind, namespace, name string, timeout time.Duration) error {
+	what := fmt.Sprintf("%s %s/%s to be Ready", kind, namespace, name)
+	switch kind {
+	case cmv1.IssuerKind, cmv1.CertificateKind:
+	case cmv1.ClusterIssuerKind:
+		what = fmt.Sprintf("%s %s to be Ready", kind, name)
+	default:
+		return fmt.Errorf("waiting for %s: %s is not a cert-manager kind with a Ready condition", what, kind)
+	}
+	cm, err := cmclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building a cert-manager client: %w", err)
+	}
+	return poll.Until(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
+		c, err := readyCondition(ctx, cm.CertmanagerV1(), kind, namespace, name)
 		if err != nil {
-			last = err.Error()
-			return false, nil
+			return false, err.Error(), nil
 		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == cmv1.IssuerConditionReady {
-				last = fmt.Sprintf("Ready=%s (%s: %s)", c.Status, c.Reason, c.Message)
-				return c.Status == cmmeta.ConditionTrue, nil
+		if c == nil {
+			return false, "no Ready condition yet", nil
+		}
+		return c.status == cmmeta.ConditionTrue, fmt.Sprintf("Ready=%s (%s: %s)", c.status, c.reason, c.message), nil
+	})
+}
+
+// condition is what waits quote of a status condition; Issuers and Certificates have
+// condition types of their own.
+type condition struct {
+	status          cmmeta.ConditionStatus
+	reason, message string
+}
+
+// readyCondition reads the Ready condition of an Issuer, a ClusterIssuer or a Certificate; nil
+// when there is none yet.
+func readyCondition(ctx context.Context, cm cmv1client.CertmanagerV1Interface, kind, namespace, name string) (*condition, error) {
+	var issuer cmv1.GenericIssuer
+	switch kind {
+	case cmv1.CertificateKind:
+		crt, err := cm.Certificates(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range crt.Status.Conditions {
+			if c.Type == cmv1.CertificateConditionReady {
+				return &condition{c.Status, c.Reason, c.Message}, nil
 			}
 		}
-		last = "no Ready condition yet"
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for Issuer %s/%s to become Ready (%s): %w", namespace, ProbeIssuer, last, err)
+		return nil, nil
+	case cmv1.ClusterIssuerKind:
+		got, err := cm.ClusterIssuers().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		issuer = got
+	default:
+		got, err := cm.Issuers(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		issuer = got
 	}
-	return nil
+	for _, c := range issuer.GetStatus().Conditions {
+		if c.Type == cmv1.IssuerConditionReady {
+			return &condition{c.Status, c.Reason, c.Message}, nil
+		}
+	}
+	return nil, nil
 }
 
 // DeleteProbe deletes the probe Issuer WaitReady created in namespace.

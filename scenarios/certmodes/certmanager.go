@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/certmanager"
 	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
@@ -228,7 +229,7 @@ func certManagerRenewal() types.Feature {
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			ns = suite.Namespace(ctx, t, "c8")
-			expect.NoError(t, install.WaitCertificateReady(ctx, c.RESTConfig(), r.Namespace, r.ServingCertificateName(), issuanceTimeout), "before the renewal")
+			expect.NoError(t, certmanager.WaitObjectReady(ctx, c.RESTConfig(), cmv1.CertificateKind, r.Namespace, r.ServingCertificateName(), issuanceTimeout), "before the renewal")
 			expectAdmission(ctx, t, c, r, "before the renewal")
 			before = mustReadSecret(ctx, t, c, r)
 			// The Secret may have just changed (C7 ends by restoring the chart's issuer): the
@@ -286,7 +287,7 @@ func certManagerRenewal() types.Feature {
 		}).
 		Assess("the Certificate is Ready at the next revision and no operator pod restarted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
-			expect.NoError(t, install.WaitCertificateReady(ctx, c.RESTConfig(), r.Namespace, r.ServingCertificateName(), issuanceTimeout), "after the renewal")
+			expect.NoError(t, certmanager.WaitObjectReady(ctx, c.RESTConfig(), cmv1.CertificateKind, r.Namespace, r.ServingCertificateName(), issuanceTimeout), "after the renewal")
 			crt, err := certManagerClient(t, c).CertmanagerV1().Certificates(r.Namespace).Get(ctx, r.ServingCertificateName(), metav1.GetOptions{})
 			expect.NoError(t, err, "getting Certificate %s/%s", r.Namespace, r.ServingCertificateName())
 			if crt.Status.Revision == nil || *crt.Status.Revision <= revision {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 )
 
 var recorded struct {
@@ -86,30 +88,12 @@ func Equal[T any](t testing.TB, what string, want, got T) bool {
 	return false
 }
 
-// Eventually polls cond until it holds, then returns. After timeout it stops the test with
-// "waited <d> for <what>; last seen: <state>", where the state is the last string cond gave.
-// An error from cond stops the test at once.
-func Eventually(ctx context.Context, t testing.TB, what string, timeout time.Duration, cond func(ctx context.Context) (done bool, seen string, err error)) {
+// Eventually polls cond (poll.Until) until it holds, then returns. After timeout it stops the
+// test with "waited <d> for <what>; last seen: <state>", where the state is the last string
+// cond gave. An error from cond stops the test at once.
+func Eventually(ctx context.Context, t testing.TB, what string, timeout time.Duration, cond poll.Condition) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	start := time.Now()
-	seen := "nothing yet"
-	for {
-		done, s, err := cond(ctx)
-		if err != nil {
-			Fatalf(t, "waiting for %s: %v", what, err)
-		}
-		if done {
-			return
-		}
-		if s != "" && ctx.Err() == nil {
-			seen = s
-		}
-		select {
-		case <-ctx.Done():
-			Fatalf(t, "waited %s for %s; last seen: %s", time.Since(start).Round(100*time.Millisecond), what, seen)
-		case <-time.After(250 * time.Millisecond):
-		}
+	if err := poll.Until(ctx, what, timeout, cond); err != nil {
+		Fatalf(t, "%v", err)
 	}
 }

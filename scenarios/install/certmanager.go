@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/certmanager"
 )
 
 // CAIssuer is a cert-manager CA issuer made for a scenario, to be named in a Release's IssuerRef.
@@ -35,9 +37,9 @@ func CreateCAIssuer(ctx context.Context, cfg *rest.Config, ref IssuerRef, namesp
 		return nil, fmt.Errorf("building a Kubernetes client: %w", err)
 	}
 	cluster := ref.Kind == cmv1.ClusterIssuerKind
-	secretNS := namespace
+	issuerKind, secretNS := cmv1.IssuerKind, namespace
 	if cluster {
-		secretNS = clusterResourceNamespace
+		issuerKind, secretNS = cmv1.ClusterIssuerKind, clusterResourceNamespace
 	}
 	if err := EnsureNamespace(ctx, kube, secretNS); err != nil {
 		return nil, err
@@ -61,13 +63,13 @@ func CreateCAIssuer(ctx context.Context, cfg *rest.Config, ref IssuerRef, namesp
 	if _, err := cm.CertmanagerV1().Certificates(secretNS).Create(ctx, caCert, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating Certificate %s/%s: %w", secretNS, caName, err)
 	}
-	if err := WaitCertificateReady(ctx, cfg, secretNS, caName, timeout); err != nil {
+	if err := certmanager.WaitObjectReady(ctx, cfg, cmv1.CertificateKind, secretNS, caName, timeout); err != nil {
 		return nil, err
 	}
 	if err := createIssuer(ctx, cm, cluster, namespace, ref.Name, spec(cmv1.IssuerConfig{CA: &cmv1.CAIssuer{SecretName: caName}})); err != nil {
 		return nil, err
 	}
-	if err := waitIssuerReady(ctx, cm, cluster, namespace, ref.Name, timeout); err != nil {
+	if err := certmanager.WaitObjectReady(ctx, cfg, issuerKind, namespace, ref.Name, timeout); err != nil {
 		return nil, err
 	}
 	secret, err := kube.CoreV1().Secrets(secretNS).Get(ctx, caName, metav1.GetOptions{})
@@ -91,53 +93,4 @@ func createIssuer(ctx context.Context, cm cmclient.Interface, cluster bool, name
 		return fmt.Errorf("creating Issuer %s/%s: %w", namespace, name, err)
 	}
 	return nil
-}
-
-func waitIssuerReady(ctx context.Context, cm cmclient.Interface, cluster bool, namespace, name string, timeout time.Duration) error {
-	what := fmt.Sprintf("Issuer %s/%s to be Ready", namespace, name)
-	if cluster {
-		what = fmt.Sprintf("ClusterIssuer %s to be Ready", name)
-	}
-	return Wait(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
-		var status cmv1.IssuerStatus
-		if cluster {
-			got, err := cm.CertmanagerV1().ClusterIssuers().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error(), nil
-			}
-			status = got.Status
-		} else {
-			got, err := cm.CertmanagerV1().Issuers(namespace).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error(), nil
-			}
-			status = got.Status
-		}
-		for _, c := range status.Conditions {
-			if c.Type == cmv1.IssuerConditionReady {
-				return c.Status == cmmeta.ConditionTrue, fmt.Sprintf("Ready=%s (%s: %s)", c.Status, c.Reason, c.Message), nil
-			}
-		}
-		return false, "no Ready condition yet", nil
-	})
-}
-
-// WaitCertificateReady waits until cert-manager Certificate ns/name is Ready.
-func WaitCertificateReady(ctx context.Context, cfg *rest.Config, ns, name string, timeout time.Duration) error {
-	cm, err := cmclient.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("building a cert-manager client: %w", err)
-	}
-	return Wait(ctx, fmt.Sprintf("Certificate %s/%s to be Ready", ns, name), timeout, func(ctx context.Context) (bool, string, error) {
-		got, err := cm.CertmanagerV1().Certificates(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == cmv1.CertificateConditionReady {
-				return c.Status == cmmeta.ConditionTrue, fmt.Sprintf("Ready=%s (%s: %s)", c.Status, c.Reason, c.Message), nil
-			}
-		}
-		return false, "no Ready condition yet", nil
-	})
 }

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 )
 
 // helmTimeout bounds one Helm call (creating the chart's objects, not waiting for them).
@@ -353,7 +355,7 @@ func DeleteDynamoCRDs(ctx context.Context, crds apiextensionsclient.Interface, d
 		}
 	}
 	slices.Sort(names)
-	return Wait(ctx, "CRDs "+strings.Join(names, ", ")+" to be deleted", timeout, func(ctx context.Context) (bool, string, error) {
+	return poll.Until(ctx, "CRDs "+strings.Join(names, ", ")+" to be deleted", timeout, func(ctx context.Context) (bool, string, error) {
 		var left []string
 		for _, n := range names {
 			if _, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, n, metav1.GetOptions{}); err == nil {
@@ -375,7 +377,7 @@ func DeleteNamespace(ctx context.Context, kube kubernetes.Interface, ns string, 
 	if err != nil {
 		return fmt.Errorf("deleting Namespace %s: %w", ns, err)
 	}
-	return Wait(ctx, "Namespace "+ns+" to be deleted", timeout, func(ctx context.Context) (bool, string, error) {
+	return poll.Until(ctx, "Namespace "+ns+" to be deleted", timeout, func(ctx context.Context) (bool, string, error) {
 		got, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, "", nil

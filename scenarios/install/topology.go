@@ -12,9 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 )
 
-// The documented multi-operator topology (SCENARIOS.md §M): a cluster-wide operator in
+// The documented multi-operator topology (CATALOG.md §M): a cluster-wide operator in
 // PlatformNamespace, a namespace-restricted one serving TeamANamespace, and TeamBNamespace,
 // a tenant only the cluster-wide operator serves.
 const (
@@ -206,7 +208,7 @@ func WaitLeaseHeld(ctx context.Context, kube kubernetes.Interface, r *Release, t
 	}
 	var holder string
 	what := fmt.Sprintf("Lease %s/%s to be held by a running pod of %s", ns, NamespaceLockLease, r)
-	err := Wait(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
+	err := poll.Until(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
 		lease, err := kube.CoordinationV1().Leases(ns).Get(ctx, NamespaceLockLease, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, "no Lease", nil

@@ -18,50 +18,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 )
-
-// pollInterval is how often the wait helpers look again.
-const pollInterval = 250 * time.Millisecond
-
-// Condition reports whether what is awaited holds and, when it does not, what it saw instead
-// (the "last seen" state a timeout error quotes). An error aborts the wait.
-type Condition func(ctx context.Context) (done bool, seen string, err error)
-
-// Wait polls cond until it holds, the timeout passes or ctx ends. The error says what was
-// awaited, for how long, and what was last seen, e.g.
-// "waited 1m0s for Deployment dynamo-system/dynamo-operator to be Available; last seen: 0/1 replicas available, …".
-func Wait(ctx context.Context, what string, timeout time.Duration, cond Condition) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	start := time.Now()
-	seen := "nothing yet"
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		done, s, err := cond(ctx)
-		if err != nil {
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		}
-		if done {
-			return nil
-		}
-		// A check cut short by the deadline says nothing about the cluster; keep the previous view.
-		if s != "" && ctx.Err() == nil {
-			seen = s
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waited %s for %s; last seen: %s", time.Since(start).Round(100*time.Millisecond), what, seen)
-		case <-tick.C:
-		}
-	}
-}
 
 // WaitDeploymentAvailable waits until Deployment ns/name has rolled out: the current
 // generation observed, every replica updated and available, condition Available=True, and no
 // old replicas left.
 func WaitDeploymentAvailable(ctx context.Context, kube kubernetes.Interface, ns, name string, timeout time.Duration) error {
-	return Wait(ctx, fmt.Sprintf("Deployment %s/%s to be Available", ns, name), timeout, func(ctx context.Context) (bool, string, error) {
+	return poll.Until(ctx, fmt.Sprintf("Deployment %s/%s to be Available", ns, name), timeout, func(ctx context.Context) (bool, string, error) {
 		d, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error(), nil
@@ -140,7 +105,7 @@ func PodState(p *corev1.Pod) string {
 
 // WaitPodsGone waits until no pod in ns matches selector.
 func WaitPodsGone(ctx context.Context, kube kubernetes.Interface, ns, selector string, timeout time.Duration) error {
-	return Wait(ctx, fmt.Sprintf("pods %s in %s to be gone", selector, ns), timeout, func(ctx context.Context) (bool, string, error) {
+	return poll.Until(ctx, fmt.Sprintf("pods %s in %s to be gone", selector, ns), timeout, func(ctx context.Context) (bool, string, error) {
 		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return false, err.Error(), nil
@@ -164,7 +129,7 @@ func WaitAdmission(ctx context.Context, dyn dynamic.Interface, r *Release, timeo
 	denied := DeniedBy(GraphDeploymentValidatingWebhook)
 	what := fmt.Sprintf("the webhooks of %s to answer: a dry-run DynamoGraphDeployment without services in %s denied with %q, a valid one stamped with %s",
 		r, ns, denied, OriginVersionAnnotation)
-	return Wait(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
+	return poll.Until(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
 		dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 		name := "gauntlet-probe-" + rand.String(5)
 		_, err := dyn.Resource(GraphDeployments).Namespace(ns).Create(ctx, InvalidGraphDeployment(ns, name), dry)
@@ -261,7 +226,7 @@ func WaitCABundles(ctx context.Context, kube kubernetes.Interface, crds apiexten
 	if len(caPEM) > 0 {
 		what = "every caBundle of " + r.String() + " to contain the CA " + DescribePEM(caPEM)
 	}
-	return Wait(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
+	return poll.Until(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
 		bundles, err := ReadCABundles(ctx, kube, crds, r)
 		if err != nil {
 			return false, err.Error(), nil
@@ -310,7 +275,7 @@ func (i *Installer) WaitReady(ctx context.Context, r *Release, timeout time.Dura
 // writing logs — so until it is gone a webhook call may still meet the old settings.
 func WaitOldPodsGone(ctx context.Context, kube kubernetes.Interface, r *Release, timeout time.Duration) error {
 	what := fmt.Sprintf("the terminating pods of Deployment %s/%s to be gone", r.Namespace, r.DeploymentName())
-	return Wait(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
+	return poll.Until(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
 		pods, err := OperatorPods(ctx, kube, r)
 		if errors.Is(err, ErrNoPods) {
 			return true, "", nil

@@ -22,12 +22,13 @@ import (
 	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 )
 
 // The integration tests share one control plane and two process nodes (one in-process, one
@@ -239,12 +240,13 @@ func startTestCluster() (_ *testCluster, err error) {
 	if _, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("creating namespace %s: %w", testNamespace, err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	what := "kube-controller-manager to create the default ServiceAccount and kube-root-ca.crt in " + testNamespace
+	if err := poll.Until(ctx, what, 60*time.Second, func(ctx context.Context) (bool, string, error) {
 		_, errSA := c.client.CoreV1().ServiceAccounts(testNamespace).Get(ctx, "default", metav1.GetOptions{})
 		_, errCM := c.client.CoreV1().ConfigMaps(testNamespace).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-		return errSA == nil && errCM == nil, nil
+		return errSA == nil && errCM == nil, fmt.Sprintf("ServiceAccount: %v; ConfigMap: %v", errSA, errCM), nil
 	}); err != nil {
-		return nil, fmt.Errorf("waiting for kube-controller-manager to create the default ServiceAccount and kube-root-ca.crt in %s: %w", testNamespace, err)
+		return nil, err
 	}
 	if err := c.startNode(); err != nil {
 		return nil, err
@@ -305,19 +307,15 @@ func (c *testCluster) startNode() error {
 			CrashBackoffMax:      2 * time.Second,
 		})
 	}()
-	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	return poll.Until(context.Background(), "the process node's ready file "+ready, 30*time.Second, func(context.Context) (bool, string, error) {
 		select {
 		case err := <-c.nodeDone:
-			return false, fmt.Errorf("process node exited: %v", err)
+			return false, "", fmt.Errorf("process node exited: %v", err)
 		default:
 		}
 		_, err := os.Stat(ready)
-		return err == nil, nil
+		return err == nil, "not written yet", nil
 	})
-	if err != nil {
-		return fmt.Errorf("waiting for the process node: %w", err)
-	}
-	return nil
 }
 
 // stopNodeAndWait stops the process node and returns its error.

@@ -24,8 +24,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 )
 
 func TestProcessNode(t *testing.T) {
@@ -453,20 +454,16 @@ func objErr[T any](_ T, err error) error { return err }
 func waitForPod(t *testing.T, c *testCluster, name string, timeout time.Duration, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var last *corev1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := poll.Until(context.Background(), fmt.Sprintf("%s (pod %s/%s)", what, testNamespace, name), timeout, func(ctx context.Context) (bool, string, error) {
 		p, err := c.client.CoreV1().Pods(testNamespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, err.Error(), nil
 		}
 		last = p
-		return cond(p), nil
+		return cond(p), fmt.Sprintf("status %+v", p.Status), nil
 	})
 	if err != nil {
-		var status any
-		if last != nil {
-			status = last.Status
-		}
-		t.Fatalf("pod %s/%s: waiting for %s: %v; last status %+v\nevents:\n%s", testNamespace, name, what, err, status, podEvents(c, name))
+		t.Fatalf("%v\nevents:\n%s", err, podEvents(c, name))
 	}
 	return last
 }
@@ -510,14 +507,12 @@ func deletePodAndWait(t *testing.T, c *testCluster, name string) {
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+	err := poll.Until(context.Background(), what, timeout, func(context.Context) (bool, string, error) {
 		ok, detail := cond()
-		last = detail
-		return ok, nil
+		return ok, detail, nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for %s: %v (last: %s)", what, err, last)
+		t.Fatal(err)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
@@ -124,7 +125,7 @@ func rolloutRestart(ctx context.Context, c *suite.Cluster, r *install.Release) e
 	if err := install.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()); err != nil {
 		return err
 	}
-	err = install.Wait(ctx, "the restarted Deployment "+r.Namespace+"/"+r.DeploymentName()+" to replace its pods", rolloutTimeout,
+	err = poll.Until(ctx, "the restarted Deployment "+r.Namespace+"/"+r.DeploymentName()+" to replace its pods", rolloutTimeout,
 		func(ctx context.Context) (bool, string, error) {
 			pods, err := install.OperatorPods(ctx, c.Kube(), r)
 			if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
@@ -74,7 +75,7 @@ func holdSecret(ctx context.Context, c *suite.Cluster, ns, secret string) (*secr
 	// A dry-run create of the (still existing) Secret is denied by the policy once it is in
 	// force; before that it fails with AlreadyExists.
 	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: ns}}
-	err := install.Wait(ctx, "ValidatingAdmissionPolicy "+h.name+" to be enforced", propagationTimeout, func(ctx context.Context) (bool, string, error) {
+	err := poll.Until(ctx, "ValidatingAdmissionPolicy "+h.name+" to be enforced", propagationTimeout, func(ctx context.Context) (bool, string, error) {
 		_, err := c.Kube().CoreV1().Secrets(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), h.message), errOrAdmitted(err), nil
 	})

@@ -9,11 +9,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	"sigs.k8s.io/kind/pkg/exec"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 )
 
 // cniConfig is the node image's CNI configuration (kind/node-image/10-ptp.conflist): ptp with
@@ -30,21 +31,22 @@ func (p *Provider) wirePodNetwork(ctx context.Context, rc *rest.Config) error {
 		return err
 	}
 	var nodes []corev1.Node
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	what := fmt.Sprintf("every node of kind cluster %q to get a pod range and an address", p.name)
+	err = poll.Until(ctx, what, time.Minute, func(ctx context.Context) (bool, string, error) {
 		list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, nil
+			return false, err.Error(), nil
 		}
 		for _, n := range list.Items {
 			if n.Spec.PodCIDR == "" || internalIP(&n) == "" {
-				return false, nil
+				return false, fmt.Sprintf("node %s has pod range %q, address %q", n.Name, n.Spec.PodCIDR, internalIP(&n)), nil
 			}
 		}
 		nodes = list.Items
-		return true, nil
+		return true, "", nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for every node of kind cluster %q to get a pod range and an address: %w", p.name, err)
+		return err
 	}
 	for _, n := range nodes {
 		node, err := p.node(n.Name)

@@ -5,14 +5,12 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
-	"fmt"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -20,6 +18,9 @@ import (
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	cmclient "github.com/cert-manager/cert-manager/pkg/client/clientset/versioned"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/certmanager"
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 )
 
 // TestCertManager proves cert-manager on a local cluster is the real thing: a self-signed
@@ -66,7 +67,9 @@ func TestCertManager(t *testing.T) {
 					IssuerRef: cmmeta.IssuerReference{Name: "ca", Kind: "Issuer"}}}, metav1.CreateOptions{})
 			create("Certificate "+ns+"/serving", err)
 			for _, name := range []string{"root-ca", "serving"} {
-				waitCertificateReady(ctx, t, cm, ns, name)
+				if err := certmanager.WaitObjectReady(ctx, restConfig(cfg), cmv1.CertificateKind, ns, name, 60*time.Second); err != nil {
+					t.Fatal(err)
+				}
 			}
 
 			secret, err := kubeClient(t, cfg).CoreV1().Secrets(ns).Get(ctx, "serving-tls", metav1.GetOptions{})
@@ -118,16 +121,16 @@ func TestCertManager(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []byte
-			err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			err = poll.Until(ctx, "cainjector to fill the caBundle of ValidatingWebhookConfiguration "+name, 30*time.Second, func(ctx context.Context) (bool, string, error) {
 				vwc, err := vwcs.Get(ctx, name, metav1.GetOptions{})
 				if err != nil {
-					return false, nil
+					return false, err.Error(), nil
 				}
 				got = vwc.Webhooks[0].ClientConfig.CABundle
-				return len(got) > 0, nil
+				return len(got) > 0, "empty caBundle", nil
 			})
 			if err != nil {
-				t.Fatalf("caBundle of %s still empty after 30s: cainjector did not inject", name)
+				t.Fatal(err)
 			}
 			if !bytes.Equal(got, secret.Data["ca.crt"]) {
 				t.Fatalf("injected caBundle differs from Secret %s/serving-tls ca.crt:\n%s\nwant\n%s", ns, got, secret.Data["ca.crt"])
@@ -149,29 +152,6 @@ func cmClient(t *testing.T, cfg *envconf.Config) cmclient.Interface {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-func waitCertificateReady(ctx context.Context, t *testing.T, cm cmclient.Interface, ns, name string) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		c, err := cm.CertmanagerV1().Certificates(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		for _, cond := range c.Status.Conditions {
-			if cond.Type == cmv1.CertificateConditionReady {
-				last = fmt.Sprintf("Ready=%s %s: %s", cond.Status, cond.Reason, cond.Message)
-				return cond.Status == cmmeta.ConditionTrue, nil
-			}
-		}
-		last = "no Ready condition"
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("Certificate %s/%s not Ready after 60s (%s)", ns, name, last)
-	}
 }
 
 func parseCert(t *testing.T, pemBytes []byte) *x509.Certificate {

@@ -19,11 +19,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 )
 
 // workload is what the conformance feature deploys: the test server behind a Service and a
@@ -113,13 +114,15 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("listing Secrets as the pod's ServiceAccount: got %q, want %q", got.Error, want)
 			}
 			grantSecretList(ctx, t, kube, w)
-			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+			err := poll.Until(ctx, "the pod to list Secrets after granting a Role", 15*time.Second, func(ctx context.Context) (bool, string, error) {
 				got.Error, got.Items = "", nil
-				err := serviceGet(w.clusterIP, 443, w.dnsName(), w.tls.pool, "/api?resource=secrets", &got)
-				return err == nil && got.Error == "" && got.Items != nil, nil
+				if err := serviceGet(w.clusterIP, 443, w.dnsName(), w.tls.pool, "/api?resource=secrets", &got); err != nil {
+					return false, err.Error(), nil
+				}
+				return got.Error == "" && got.Items != nil, fmt.Sprintf("error %q", got.Error), nil
 			})
 			if err != nil {
-				t.Fatalf("listing Secrets after granting a Role: last error %q", got.Error)
+				t.Fatal(err)
 			}
 			return ctx
 		}).
@@ -138,12 +141,14 @@ func TestConformance(t *testing.T) {
 			}
 			fresh := waitSinglePodReady(ctx, t, kube, w, old.Name)
 			var after whoami
-			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-				err := serviceGet(w.clusterIP, 443, w.dnsName(), w.tls.pool, "/whoami", &after)
-				return err == nil && after.Pod == fresh.Name, nil
+			err := poll.Until(ctx, "the Service to answer from the new pod "+fresh.Name, 20*time.Second, func(context.Context) (bool, string, error) {
+				if err := serviceGet(w.clusterIP, 443, w.dnsName(), w.tls.pool, "/whoami", &after); err != nil {
+					return false, err.Error(), nil
+				}
+				return after.Pod == fresh.Name, fmt.Sprintf("answered from %q (pid %d)", after.Pod, after.PID), nil
 			})
 			if err != nil {
-				t.Fatalf("the Service still answers from %q (pid %d), want the new pod %s", after.Pod, after.PID, fresh.Name)
+				t.Fatal(err)
 			}
 			if procs := testServerProcesses(old.Name); len(procs) > 0 {
 				t.Fatalf("old pod %s still has processes after the rollout: %v", old.Name, procs)
@@ -160,16 +165,18 @@ func TestConformance(t *testing.T) {
 			}
 			want := fmt.Sprintf(`failed calling webhook %q: failed to call webhook: Post "https://%s:443/validate?timeout=5s": dial tcp %s:443: connect: connection refused`,
 				w.hook, w.dnsName(), w.clusterIP)
-			var last error
 			// While the pod terminates, a call may still be denied by it, or end in EOF (the
 			// process closed its listener before the EndpointSlice dropped it, as in any
 			// cluster). Once the node closed the Service's listener every call fails like this.
-			err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-				last = createConfigMap(ctx, kube, w.ns, "after-scale-down", true)
-				return last != nil && strings.Contains(last.Error(), want), nil
+			err := poll.Until(ctx, "a webhook call to fail with connection refused after scaling to 0", 60*time.Second, func(ctx context.Context) (bool, string, error) {
+				err := createConfigMap(ctx, kube, w.ns, "after-scale-down", true)
+				if err == nil {
+					return false, "the call was admitted", nil
+				}
+				return strings.Contains(err.Error(), want), err.Error(), nil
 			})
 			if err != nil {
-				t.Fatalf("60s after scaling to 0, a webhook call still does not fail with connection refused\nlast: %v\nwant it to contain %q", last, want)
+				t.Fatalf("%v\nwant the error to contain %q", err, want)
 			}
 			return ctx
 		}).
@@ -294,15 +301,12 @@ func createConfigMap(ctx context.Context, kube kubernetes.Interface, ns, name st
 // waitSinglePodReady waits until the Deployment has exactly one pod, Ready, other than notName.
 func waitSinglePodReady(ctx context.Context, t *testing.T, kube kubernetes.Interface, w *workload, notName string) *corev1.Pod {
 	t.Helper()
-	var (
-		ready *corev1.Pod
-		state string
-	)
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+	var ready *corev1.Pod
+	what := fmt.Sprintf("one Ready pod of Deployment %s/%s", w.ns, w.name)
+	err := poll.Until(ctx, what, 90*time.Second, func(ctx context.Context) (bool, string, error) {
 		pods, err := kube.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + w.name})
 		if err != nil {
-			state = err.Error()
-			return false, nil
+			return false, err.Error(), nil
 		}
 		var descr []string
 		ready = nil
@@ -313,11 +317,10 @@ func waitSinglePodReady(ctx context.Context, t *testing.T, kube kubernetes.Inter
 				ready = p
 			}
 		}
-		state = strings.Join(descr, "; ")
-		return ready != nil && len(pods.Items) == 1, nil
+		return ready != nil && len(pods.Items) == 1, "pods: " + strings.Join(descr, "; "), nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for one Ready pod of Deployment %s/%s: %v (pods: %s)", w.ns, w.name, err, state)
+		t.Fatal(err)
 	}
 	return ready
 }
@@ -403,16 +406,16 @@ func assertAtomicSecretUpdate(ctx context.Context, t *testing.T, kube kubernetes
 	if _, err := kube.CoreV1().Secrets(w.ns).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("updating Secret %s/data: %v", w.ns, err)
 	}
-	updated := func() bool {
+	err = poll.Until(ctx, "the Secret update to reach "+dataMount, 90*time.Second, func(context.Context) (bool, string, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(views) > 0 && views[len(views)-1].Files["first"] == "v2"
-	}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) { return updated(), nil })
+		updated := len(views) > 0 && views[len(views)-1].Files["first"] == "v2"
+		return updated, fmt.Sprintf("last views: %v, errors: %v", lastN(views, 3), lastN(errors, 3)), nil
+	})
 	close(stop)
 	<-done
 	if err != nil {
-		t.Fatalf("the Secret update did not reach %s within 90s (last views: %v, errors: %v)", dataMount, lastN(views, 3), lastN(errors, 3))
+		t.Fatal(err)
 	}
 	for _, v := range views {
 		if v.Files["first"] != v.Files["second"] {

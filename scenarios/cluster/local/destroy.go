@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/steps"
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/procnode"
 )
 
@@ -33,7 +34,12 @@ func (p *Provider) destroy(ctx context.Context, out io.Writer) error {
 	pr.Printf("Deleting local cluster %q …\n", p.name)
 	cfg, cfgErr := LoadConfig(l.config())
 	var errs []error
+	// A node that was killed before (not stopped by us) cannot have cleaned up: what it left
+	// is removed below and is not the node's fault.
+	nodeWasKilled := false
 	if cfgErr == nil {
+		_, running := nodeDaemon(cfg, l).running()
+		nodeWasKilled = !cfg.Node.Disabled && !running
 		if cfg.CertManager.Enabled {
 			errs = append(errs, pr.Step("Stopping cert-manager", func() error {
 				return certManagerDaemon(cfg, l).stop(ctx, 10*time.Second)
@@ -70,7 +76,7 @@ func (p *Provider) destroy(ctx context.Context, out io.Writer) error {
 		if err := os.RemoveAll(l.dir); err != nil {
 			return err
 		}
-		if len(left) > 0 {
+		if len(left) > 0 && !nodeWasKilled {
 			return fmt.Errorf("the node agent left mounts behind (detached now): %s", strings.Join(left, ", "))
 		}
 		return nil
@@ -80,11 +86,10 @@ func (p *Provider) destroy(ctx context.Context, out io.Writer) error {
 			// A killed process is gone from ps before the kernel has closed all its sockets
 			// (threads exit one by one under load), so give the host a moment to settle.
 			var left []string
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-				if left = Leftovers(cfg); len(left) == 0 || time.Now().After(deadline) {
-					break
-				}
-			}
+			_ = poll.UntilEvery(ctx, "the host to settle", 100*time.Millisecond, 5*time.Second, func(context.Context) (bool, string, error) {
+				left = Leftovers(cfg)
+				return len(left) == 0, "", nil
+			})
 			if len(left) > 0 {
 				return fmt.Errorf("cluster %q left behind:\n  %s", p.name, strings.Join(left, "\n  "))
 			}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 )
 
 // daemon is a process the provider starts detached so that it outlives the command that made
@@ -98,16 +100,10 @@ func (d *daemon) stop(ctx context.Context, grace time.Duration) error {
 }
 
 func waitGone(ctx context.Context, pid int, binary string, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for {
-		if !processRuns(pid, binary) {
-			return true
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	what := fmt.Sprintf("pid %d (%s) to exit", pid, binary)
+	return poll.UntilEvery(ctx, what, 50*time.Millisecond, limit, func(context.Context) (bool, string, error) {
+		return !processRuns(pid, binary), "", nil
+	}) == nil
 }
 
 // processRuns reports whether pid is alive (not a zombie) and executes binary.

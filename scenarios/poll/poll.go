@@ -1,0 +1,57 @@
+// Package poll is the harness's one way to wait: it checks a condition until it holds and, when
+// it does not in time, says what was awaited, for how long and what was last seen instead —
+// "waited 1m0s for Deployment dynamo-system/dynamo-operator to be Available; last seen: 0/1
+// replicas available, …". Scenario failure messages quote that sentence. The package depends on
+// nothing else of the workspace, so providers, the process node and the bench can all use it.
+package poll
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Interval is how often Until checks again.
+const Interval = 250 * time.Millisecond
+
+// Condition reports whether what is awaited holds and, when it does not, what it saw instead
+// (the "last seen" state a timeout error quotes). An error aborts the wait.
+type Condition func(ctx context.Context) (done bool, seen string, err error)
+
+// Until checks cond every Interval until it holds, the timeout passes or ctx ends. The error
+// says what was awaited, for how long, and what was last seen:
+// "waited <d> for <what>; last seen: <state>"; an error from cond ends the wait at once as
+// "waiting for <what>: <err>".
+func Until(ctx context.Context, what string, timeout time.Duration, cond Condition) error {
+	return UntilEvery(ctx, what, Interval, timeout, cond)
+}
+
+// UntilEvery is Until checking every interval instead of every Interval: for waits on local
+// processes, where a quarter of a second is long next to the wait itself.
+func UntilEvery(ctx context.Context, what string, interval, timeout time.Duration, cond Condition) error {
+	start := time.Now()
+	seen := "nothing yet"
+	var condErr error
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+		done, s, err := cond(ctx)
+		if err != nil {
+			condErr = err
+			return false, err
+		}
+		// A check cut short by the deadline says nothing about what it looked at; keep the
+		// previous view.
+		if s != "" && ctx.Err() == nil {
+			seen = s
+		}
+		return done, nil
+	})
+	switch {
+	case condErr != nil:
+		return fmt.Errorf("waiting for %s: %w", what, condErr)
+	case err != nil:
+		return fmt.Errorf("waited %s for %s; last seen: %s", time.Since(start).Round(100*time.Millisecond), what, seen)
+	}
+	return nil
+}
