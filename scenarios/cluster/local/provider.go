@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/e2e-framework/support"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/steps"
 	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
@@ -213,15 +214,15 @@ func (p *Provider) WaitForControlPlane(ctx context.Context, _ klient.Client) err
 	if err != nil {
 		return err
 	}
-	if err := c.waitReadyz(ctx, 30*time.Second); err != nil {
+	if err := cluster.WaitAPIServerReady(ctx, c.kube, 30*time.Second); err != nil {
 		return err
 	}
 	if !cfg.Node.Disabled {
-		if err := c.waitNodeReady(ctx, cfg.NodeName(), "", 30*time.Second); err != nil {
+		if err := cluster.WaitNodesReady(ctx, c.kube, 30*time.Second, cfg.NodeName()); err != nil {
 			return err
 		}
 	}
-	return c.waitDefaultServiceAccount(ctx, 30*time.Second)
+	return cluster.WaitDefaultServiceAccount(ctx, c.kube, 30*time.Second)
 }
 
 // create runs the creation steps; on failure the partial cluster is deleted unless retained.
@@ -265,7 +266,7 @@ func (p *Provider) create(ctx context.Context, cfg *Config) (kubeconfig string, 
 		if client, err = newClusterClient(rc); err != nil {
 			return err
 		}
-		return withLog(client.waitReadyz(ctx, 30*time.Second), filepath.Join(l.kwokCluster(), "logs", "kube-apiserver.log"))
+		return withLog(cluster.WaitAPIServerReady(ctx, client.kube, 30*time.Second), filepath.Join(l.kwokCluster(), "logs", "kube-apiserver.log"))
 	}); err != nil {
 		return "", err
 	}
@@ -298,7 +299,7 @@ func (p *Provider) create(ctx context.Context, cfg *Config) (kubeconfig string, 
 		}
 	}
 	if err := pr.Step("Waiting for ServiceAccount default/default", func() error {
-		return client.waitDefaultServiceAccount(ctx, 30*time.Second)
+		return cluster.WaitDefaultServiceAccount(ctx, client.kube, 30*time.Second)
 	}); err != nil {
 		return "", err
 	}

@@ -2,18 +2,27 @@ package local_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
+	"github.com/gauntlet-dev/gauntlet/scenarios/procnode"
 )
 
 // TestSecondClusterSideBySide creates a second cluster (defaults: control plane and node)
@@ -70,7 +79,7 @@ func TestSecondClusterSideBySide(t *testing.T) {
 		if err != nil {
 			t.Fatalf("cluster %s has no node %s: %v", cfg.Name, cfg.NodeName(), err)
 		}
-		if !nodeReady(node) {
+		if !cluster.NodeReady(node) {
 			t.Fatalf("cluster %s: node %s not Ready", cfg.Name, node.Name)
 		}
 	}
@@ -88,19 +97,68 @@ func TestSecondClusterSideBySide(t *testing.T) {
 	}
 }
 
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // testWriter sends provider progress lines to the test log.
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestDeleteAfterTheNodeWasKilled kills a cluster's node agent (SIGKILL: no cleanup) while a
+// pod has a volume at a path the host did not have, checks that the leftover check sees what
+// the agent left (its links and the mount target), then deletes the cluster and checks that
+// nothing is left, /run's mount target registry included.
+func TestDeleteAfterTheNodeWasKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: brings up a local cluster (etcd, apiserver, node); run without -short")
+	}
+	ctx := context.Background()
+	name := clusterName + "-k"
+	sleep, err := exec.LookPath("sleep")
+	require.NoError(t, err)
+	p := local.NewProvider()
+	p.WithName(name).WithOpts(local.WithProgress(testWriter{t}), local.WithImages(map[string]string{"gauntlet.dev/sleep": sleep}))
+	t.Cleanup(func() { _ = p.Destroy(context.Background()) })
+	_, err = p.Create(ctx)
+	require.NoError(t, err)
+	require.NoError(t, p.WaitForControlPlane(ctx, nil))
+	cfg, err := p.Config()
+	require.NoError(t, err)
+
+	target := filepath.Join(t.TempDir(), "not-on-the-host", "data")
+	kube, err := kubernetes.NewForConfig(p.KubernetesRestConfig())
+	require.NoError(t, err)
+	_, err = kube.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "holds-a-mount-target"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "sleep", Image: "gauntlet.dev/sleep:1", Args: []string{"3600"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: target}}}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, poll.Until(ctx, "the pod to run and its mount target to exist on the host", time.Minute, func(ctx context.Context) (bool, string, error) {
+		pod, err := kube.CoreV1().Pods("default").Get(ctx, "holds-a-mount-target", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		_, statErr := os.Stat(target)
+		return pod.Status.Phase == corev1.PodRunning && statErr == nil, fmt.Sprintf("phase %s, target: %v", pod.Status.Phase, statErr), nil
+	}))
+
+	pid, err := os.ReadFile(filepath.Join(local.StateRoot(), name, "pids", "gauntlet-node.pid"))
+	require.NoError(t, err)
+	n, err := strconv.Atoi(strings.TrimSpace(string(pid)))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(n, syscall.SIGKILL))
+	require.NoError(t, poll.Until(ctx, "the killed node's leftovers to show", 10*time.Second, func(context.Context) (bool, string, error) {
+		left := strings.Join(local.Leftovers(cfg), "\n")
+		return strings.Contains(left, "mount target "+filepath.Dir(target)) && strings.Contains(left, "network interface "+procnode.BridgeName(cfg.NodeName())),
+			left, nil
+	}), "the leftover check must see the links and mount targets of a killed node")
+
+	require.NoError(t, p.Destroy(ctx), "deleting a cluster whose node was killed")
+	assert.Empty(t, local.Leftovers(cfg), "after deleting the cluster")
+	assert.NoDirExists(t, filepath.Dir(target), "the mount target the killed node created")
 }
