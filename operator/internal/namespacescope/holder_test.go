@@ -29,6 +29,16 @@ func newHolder(t *testing.T, c kubernetes.Interface, ns, identity string) *names
 	return h
 }
 
+// acquiredHolder is newHolder after a successful Acquire.
+func acquiredHolder(t *testing.T, c kubernetes.Interface, ns, identity string) *namespacescope.Holder {
+	t.Helper()
+	h := newHolder(t, c, ns, identity)
+	if err := h.Acquire(context.Background()); err != nil {
+		t.Fatalf("Acquire in %s as %s: %v", ns, identity, err)
+	}
+	return h
+}
+
 // running is a Holder's Start in the background.
 type running struct {
 	cancel context.CancelFunc
@@ -78,10 +88,7 @@ func TestHolder(t *testing.T) {
 
 	t.Run("M1 Acquire creates the Lease with RenewTime set at creation", func(t *testing.T) {
 		ns := newNamespace(t, "m1-create")
-		h := newHolder(t, admin, ns, "operator-b-0")
-		if err := h.Acquire(ctx); err != nil {
-			t.Fatalf("Acquire: %v", err)
-		}
+		h := acquiredHolder(t, admin, ns, "operator-b-0")
 		t.Cleanup(func() { _ = h.Release(ctx) })
 
 		lease := getLease(t, ns)
@@ -104,10 +111,7 @@ func TestHolder(t *testing.T) {
 
 	t.Run("M1 Start renews the Lease", func(t *testing.T) {
 		ns := newNamespace(t, "m1-renew")
-		h := newHolder(t, admin, ns, "operator-b-0")
-		if err := h.Acquire(ctx); err != nil {
-			t.Fatalf("Acquire: %v", err)
-		}
+		h := acquiredHolder(t, admin, ns, "operator-b-0")
 		first := getLease(t, ns).Spec.RenewTime.Time
 		r := start(h)
 		t.Cleanup(func() { r.cancel(); <-r.done })
@@ -147,10 +151,7 @@ func TestHolder(t *testing.T) {
 
 	t.Run("M5 Release deletes the Lease, stops renewing and is idempotent", func(t *testing.T) {
 		ns := newNamespace(t, "m5-release")
-		h := newHolder(t, admin, ns, "operator-b-0")
-		if err := h.Acquire(ctx); err != nil {
-			t.Fatalf("Acquire: %v", err)
-		}
+		h := acquiredHolder(t, admin, ns, "operator-b-0")
 		r := start(h)
 		t.Cleanup(r.cancel)
 
@@ -202,10 +203,7 @@ func TestHolder(t *testing.T) {
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating Lease %s/%s: %v", ns, namespacescope.LeaseName, err)
 		}
-		h := newHolder(t, admin, ns, "operator-b-new")
-		if err := h.Acquire(ctx); err != nil {
-			t.Fatalf("Acquire: %v", err)
-		}
+		h := acquiredHolder(t, admin, ns, "operator-b-new")
 		t.Cleanup(func() { _ = h.Release(ctx) })
 		lease := getLease(t, ns)
 		if got := ptr.Deref(lease.Spec.HolderIdentity, ""); got != "operator-b-new" {
@@ -267,10 +265,7 @@ func TestHolder(t *testing.T) {
 		ns := newNamespace(t, "giveup")
 		user := "giveup-operator"
 		binding := grantInNamespace(t, ns, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}, holderRole)
-		h := newHolder(t, userClient(t, user), ns, "operator-b-0")
-		if err := h.Acquire(ctx); err != nil {
-			t.Fatalf("Acquire: %v", err)
-		}
+		h := acquiredHolder(t, userClient(t, user), ns, "operator-b-0")
 		acquired := getLease(t, ns).Spec.RenewTime.Time
 		r := start(h)
 		t.Cleanup(r.cancel)
@@ -299,11 +294,9 @@ func TestHolder(t *testing.T) {
 // TestM8RestrictedHolderNeedsNoClusterPermissions runs the holder as a ServiceAccount with only
 // a namespaced Role, as the chart deploys a namespace-restricted operator.
 func TestM8RestrictedHolderNeedsNoClusterPermissions(t *testing.T) {
-	ctx := context.Background()
 	ns := newNamespace(t, "m8-team-a")
 	const sa = "dynamo-operator"
-	user := "system:serviceaccount:" + ns + ":" + sa
-	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}
+	user, groups := serviceAccountUser(ns, sa)
 	grantInNamespace(t, ns, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}, holderRole)
 
 	leases := func(verb, namespace string) authorizationv1.ResourceAttributes {
@@ -330,10 +323,7 @@ func TestM8RestrictedHolderNeedsNoClusterPermissions(t *testing.T) {
 	})
 
 	t.Run("M8 the ServiceAccount runs the holder with the namespaced Role alone", func(t *testing.T) {
-		h := newHolder(t, userClient(t, user, groups...), ns, "operator-b-0")
-		if err := h.Acquire(ctx); err != nil {
-			t.Fatalf("Acquire as %s: %v", user, err)
-		}
+		h := acquiredHolder(t, userClient(t, user, groups...), ns, "operator-b-0")
 		r := start(h)
 		acquired := getLease(t, ns).Spec.RenewTime.Time
 		eventually(t, 3*time.Second, "the Lease was renewed", func() bool { return getLease(t, ns).Spec.RenewTime.After(acquired) })

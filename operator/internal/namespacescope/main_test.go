@@ -111,8 +111,7 @@ func grantInNamespace(t *testing.T, ns string, subject rbacv1.Subject, rules []r
 	}
 	user, groups := subject.Name, []string(nil)
 	if subject.Kind == rbacv1.ServiceAccountKind {
-		user = "system:serviceaccount:" + subject.Namespace + ":" + subject.Name
-		groups = []string{"system:serviceaccounts", "system:serviceaccounts:" + subject.Namespace}
+		user, groups = serviceAccountUser(subject.Namespace, subject.Name)
 	}
 	for _, rule := range rules {
 		for _, verb := range rule.Verbs {
@@ -122,6 +121,12 @@ func grantInNamespace(t *testing.T, ns string, subject rbacv1.Subject, rules []r
 		}
 	}
 	return name
+}
+
+// serviceAccountUser is the user name and groups the API server authenticates the
+// ServiceAccount ns/name as.
+func serviceAccountUser(ns, name string) (string, []string) {
+	return "system:serviceaccount:" + ns + ":" + name, []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}
 }
 
 // allowed asks the API server's authorizer, as `kubectl auth can-i --as` does, whether user

@@ -174,10 +174,7 @@ func TestWatcher(t *testing.T) {
 	t.Run("M5 a holder's graceful stop re-includes the namespace well before expiry", func(t *testing.T) {
 		w, _ := startWatcher(t, admin, clock.RealClock{})
 		ns := newNamespace(t, "m5-holder")
-		h := newHolder(t, admin, ns, "operator-b-0")
-		if err := h.Acquire(ctx); err != nil {
-			t.Fatalf("Acquire: %v", err)
-		}
+		h := acquiredHolder(t, admin, ns, "operator-b-0")
 		r := start(h)
 		eventually(t, 5*time.Second, ns+" is excluded", func() bool { return w.Excluded(ns) })
 		r.cancel()
@@ -198,8 +195,7 @@ func TestM8WatcherNeedsOnlyListAndWatch(t *testing.T) {
 	ctx := context.Background()
 	operatorNS := newNamespace(t, "m8-platform-system")
 	const sa = "dynamo-operator"
-	user := "system:serviceaccount:" + operatorNS + ":" + sa
-	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS}
+	user, groups := serviceAccountUser(operatorNS, sa)
 
 	name := operatorNS + "-leases"
 	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
