@@ -18,7 +18,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -42,14 +41,7 @@ func (f *fixture) createSecret(data map[string][]byte) {
 // replaceSecret overwrites the Secret's data, as `kubectl apply` of another certificate would.
 func (f *fixture) replaceSecret(data map[string][]byte) {
 	f.t.Helper()
-	must(f.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		s, err := f.getSecret()
-		if err != nil {
-			return err
-		}
-		s.Data = data
-		return f.env.Client.Update(context.Background(), s)
-	}))
+	updateRetrying(f.t, f.env.Client, client.ObjectKey{Namespace: f.ns, Name: f.secret}, func(s *corev1.Secret) { s.Data = data })
 }
 
 // generateFor makes a valid bundle for this fixture's Service, as another issuer would.
@@ -105,10 +97,8 @@ func TestAutomaticMode(t *testing.T) {
 		must(t, c.ReadyCheck(nil))
 
 		addr := tlsServer(t, c)
-		got, err := served(addr, f.host(), s.Data[keyCACert])
-		must(t, err)
-		if got.SerialNumber.Cmp(leaf.SerialNumber) != 0 {
-			t.Errorf("served serial %x, Secret's %x", got.SerialNumber, leaf.SerialNumber)
+		if err := servesCertificate(addr, f.host(), s.Data[keyCACert], leaf); err != nil {
+			t.Errorf("the Secret's certificate: %v", err)
 		}
 		eventually(t, 5*time.Second, "certificate expiry metric", func() error {
 			if v := gaugeValue(t); v != float64(leaf.NotAfter.Unix()) {
@@ -285,14 +275,7 @@ func TestAutomaticMode(t *testing.T) {
 
 		eventually(t, 10*time.Second, "files follow the replaced Secret", func() error { return f.filesMatch(f.mustSecret()) })
 		eventually(t, 10*time.Second, "served certificate is the replacement", func() error {
-			got, err := served(addr, f.host(), replacement.caPEM)
-			if err != nil {
-				return err
-			}
-			if got.SerialNumber.Cmp(replacement.leaf.SerialNumber) != 0 {
-				return fmt.Errorf("served serial %x", got.SerialNumber)
-			}
-			return nil
+			return servesCertificate(addr, f.host(), replacement.caPEM, replacement.leaf)
 		})
 		eventually(t, 10*time.Second, "caBundles trust the replacement CA (and, for the overlap, the old one)", func() error {
 			return f.bundlesEqual(append(append([]byte{}, replacement.caPEM...), old.Data[keyCACert]...))
@@ -312,30 +295,15 @@ func TestAutomaticMode(t *testing.T) {
 		foreign := f.generateFor(nil).caPEM
 
 		began := time.Now()
-		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-			if err := f.env.Client.Get(ctx, client.ObjectKey{Name: f.vwc}, &vwc); err != nil {
-				return err
-			}
+		updateRetrying(t, f.env.Client, client.ObjectKey{Name: f.vwc}, func(vwc *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			vwc.Webhooks[0].ClientConfig.CABundle = nil
-			return f.env.Client.Update(ctx, &vwc)
-		}))
-		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var mwc admissionregistrationv1.MutatingWebhookConfiguration
-			if err := f.env.Client.Get(ctx, client.ObjectKey{Name: f.mwc}, &mwc); err != nil {
-				return err
-			}
+		})
+		updateRetrying(t, f.env.Client, client.ObjectKey{Name: f.mwc}, func(mwc *admissionregistrationv1.MutatingWebhookConfiguration) {
 			mwc.Webhooks[1].ClientConfig.CABundle = foreign
-			return f.env.Client.Update(ctx, &mwc)
-		}))
-		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := f.env.Client.Get(ctx, client.ObjectKey{Name: dgdrCRD}, &crd); err != nil {
-				return err
-			}
+		})
+		updateRetrying(t, f.env.Client, client.ObjectKey{Name: dgdrCRD}, func(crd *apiextensionsv1.CustomResourceDefinition) {
 			crd.Spec.Conversion.Webhook.ClientConfig.CABundle = nil
-			return f.env.Client.Update(ctx, &crd)
-		}))
+		})
 		eventually(t, 10*f.checkInterval, "caBundles re-injected", func() error { return f.bundlesEqual(s.Data[keyCACert]) })
 		t.Logf("re-injected %s after the caBundles were broken (CheckInterval %s)", time.Since(began).Round(time.Millisecond), f.checkInterval)
 

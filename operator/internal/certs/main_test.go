@@ -179,11 +179,7 @@ func newFixture(t *testing.T, id string) *fixture {
 	})
 
 	// The installed CRD has no conversion webhook; point it at this fixture's Service.
-	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: dgdrCRD}, &crd); err != nil {
-			return err
-		}
+	updateRetrying(t, env.Client, client.ObjectKey{Name: dgdrCRD}, func(crd *apiextensionsv1.CustomResourceDefinition) {
 		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
 			Strategy: apiextensionsv1.WebhookConverter,
 			Webhook: &apiextensionsv1.WebhookConversion{
@@ -193,9 +189,26 @@ func newFixture(t *testing.T, id string) *fixture {
 				ConversionReviewVersions: []string{"v1"},
 			},
 		}
-		return env.Client.Update(ctx, &crd)
-	}))
+	})
 	return f
+}
+
+// updateRetrying reads the object named key, applies mutate and writes it back, retrying on
+// conflicts with other writers (the Controller under test).
+func updateRetrying[T any, PT interface {
+	*T
+	client.Object
+}](t *testing.T, c client.Client, key client.ObjectKey, mutate func(PT)) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj := PT(new(T))
+		if err := c.Get(ctx, key, obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return c.Update(ctx, obj)
+	}))
 }
 
 func must(t *testing.T, err error) {
@@ -360,6 +373,18 @@ func served(addr, serverName string, caPEM []byte) (*x509.Certificate, error) {
 	}
 	defer func() { _ = conn.Close() }() // only the handshake mattered; nothing was written
 	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+// servesCertificate checks that addr presents want, verified as served does.
+func servesCertificate(addr, serverName string, caPEM []byte, want *x509.Certificate) error {
+	got, err := served(addr, serverName, caPEM)
+	if err != nil {
+		return err
+	}
+	if got.SerialNumber.Cmp(want.SerialNumber) != 0 {
+		return fmt.Errorf("served serial %x, want %x", got.SerialNumber, want.SerialNumber)
+	}
+	return nil
 }
 
 func leafOf(t *testing.T, s *corev1.Secret) *x509.Certificate {
