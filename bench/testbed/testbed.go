@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -126,22 +125,7 @@ func benchValues(extra map[string]any) map[string]any {
 			},
 		},
 	}
-	return mergeValues(vals, extra)
-}
-
-// mergeValues merges over into base recursively; over wins.
-func mergeValues(base, over map[string]any) map[string]any {
-	out := maps.Clone(base)
-	for k, v := range over {
-		if vm, ok := v.(map[string]any); ok {
-			if bm, ok := out[k].(map[string]any); ok {
-				out[k] = mergeValues(bm, vm)
-				continue
-			}
-		}
-		out[k] = v
-	}
-	return out
+	return install.MergeValues(vals, extra)
 }
 
 // finish does what both providers need once the operator serves: the bench

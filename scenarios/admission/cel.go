@@ -3,7 +3,6 @@ package admission
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +55,7 @@ func celWithoutWebhook() e2etypes.Feature {
 			restore = restoreValues(r, policies, ptrValue(deploy.Spec.Replicas))
 
 			bypass := *r
-			bypass.Values = mergeValues(r.Values, map[string]any{"webhook": map[string]any{"failurePolicy": "Ignore"}, "replicas": int64(0)})
+			bypass.Values = install.MergeValues(r.Values, map[string]any{"webhook": map[string]any{"failurePolicy": "Ignore"}, "replicas": int64(0)})
 			expect.NoError(t, c.Installer().Upgrade(ctx, &bypass), "upgrading %s to failurePolicy Ignore and 0 replicas", r)
 			expect.NoError(t, install.WaitPodsGone(ctx, c.Kube(), r.Namespace, "app.kubernetes.io/instance="+r.Name, scaleDownTimeout), "waiting for the operator pods to go")
 
@@ -187,25 +186,6 @@ func ptrValue[T any](p *T) T {
 	return *p
 }
 
-// mergeValues returns chart values base with over merged in recursively (over wins), leaving
-// both untouched.
-func mergeValues(base, over map[string]any) map[string]any {
-	out := make(map[string]any, len(base)+len(over))
-	maps.Copy(out, base)
-	for k, v := range over {
-		if vm, ok := v.(map[string]any); ok {
-			if bm, ok := out[k].(map[string]any); ok {
-				out[k] = mergeValues(bm, vm)
-				continue
-			}
-			out[k] = mergeValues(nil, vm)
-			continue
-		}
-		out[k] = v
-	}
-	return out
-}
-
 // restoreValues are the release's values with the failurePolicy and replica count it had
 // before the bypass spelled out: a helm upgrade given no values at all would keep the
 // bypass's values instead (Helm reuses the previous release's values then).
@@ -215,5 +195,5 @@ func restoreValues(r *install.Release, policies map[string]admissionregistration
 	if p, ok := policies[webhookKey("ValidatingWebhookConfiguration", r.ValidatingName(), graphDeployments.validating)]; ok {
 		before["webhook"] = map[string]any{"failurePolicy": string(p)}
 	}
-	return mergeValues(before, r.Values)
+	return install.MergeValues(before, r.Values)
 }

@@ -126,7 +126,7 @@ func (i *Installer) Install(ctx context.Context, r *Release) error {
 	if err != nil {
 		return err
 	}
-	vals = mergeValues(i.values, vals)
+	vals = MergeValues(i.values, vals)
 	cfg, err := i.helm(r.Namespace)
 	if err != nil {
 		return err
@@ -157,7 +157,7 @@ func (i *Installer) Upgrade(ctx context.Context, r *Release) error {
 	if err != nil {
 		return err
 	}
-	vals = mergeValues(i.values, vals)
+	vals = MergeValues(i.values, vals)
 	cfg, err := i.helm(r.Namespace)
 	if err != nil {
 		return err

@@ -211,11 +211,12 @@ func (r *Release) ChartValues() (map[string]any, error) {
 	default:
 		return nil, fmt.Errorf("%s: unknown certificate mode %q (want %s, %s, %s or %s)", r, d.Mode, Automatic, CertManager, External, OLM)
 	}
-	return mergeValues(mode, d.Values), nil
+	return MergeValues(mode, d.Values), nil
 }
 
-// mergeValues returns base with over merged into it recursively; over wins on conflicts.
-func mergeValues(base, over map[string]any) map[string]any {
+// MergeValues returns chart values base with over merged in recursively: maps are merged key
+// by key, any other value of over (lists included) replaces base's. Neither argument is changed.
+func MergeValues(base, over map[string]any) map[string]any {
 	out := maps.Clone(base)
 	if out == nil {
 		out = map[string]any{}
@@ -223,10 +224,10 @@ func mergeValues(base, over map[string]any) map[string]any {
 	for k, v := range over {
 		if vm, ok := v.(map[string]any); ok {
 			if bm, ok := out[k].(map[string]any); ok {
-				out[k] = mergeValues(bm, vm)
+				out[k] = MergeValues(bm, vm)
 				continue
 			}
-			out[k] = mergeValues(nil, vm)
+			out[k] = MergeValues(nil, vm)
 			continue
 		}
 		out[k] = v

@@ -3,6 +3,7 @@ package install_test
 import (
 	"crypto/x509"
 	"encoding/base64"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -199,4 +200,37 @@ func keysOf[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+func TestMergeValuesMergesMapsAndLetsOverWin(t *testing.T) {
+	base := map[string]any{
+		"replicas": int64(1),
+		"webhook":  map[string]any{"failurePolicy": "Fail", "timeoutSeconds": int64(10)},
+		"args":     []any{"a"},
+	}
+	over := map[string]any{
+		"webhook": map[string]any{"failurePolicy": "Ignore"},
+		"args":    []any{"b"},
+		"image":   map[string]any{"tag": "dev"},
+	}
+	got := install.MergeValues(base, over)
+	want := map[string]any{
+		"replicas": int64(1),
+		"webhook":  map[string]any{"failurePolicy": "Ignore", "timeoutSeconds": int64(10)},
+		"args":     []any{"b"},
+		"image":    map[string]any{"tag": "dev"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("expected %v, saw %v", want, got)
+	}
+	if base["webhook"].(map[string]any)["failurePolicy"] != "Fail" {
+		t.Errorf("MergeValues changed base: %v", base)
+	}
+	got["image"].(map[string]any)["tag"] = "changed"
+	if over["image"].(map[string]any)["tag"] != "dev" {
+		t.Errorf("the result shares a map with over: %v", over)
+	}
+	if got := install.MergeValues(nil, nil); got == nil || len(got) != 0 {
+		t.Errorf("expected an empty map from two nil maps, saw %#v", got)
+	}
 }

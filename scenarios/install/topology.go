@@ -92,7 +92,7 @@ func LeaseTimingsOf(r *Release) (LeaseTimings, error) {
 // WithLeaseTimings returns a copy of r installed with lease timings l (r's values are not
 // changed: releases handed to a suite share their maps).
 func (r Release) WithLeaseTimings(l LeaseTimings) Release {
-	r.Values = mergeValues(r.Values, l.Values())
+	r.Values = MergeValues(r.Values, l.Values())
 	return r
 }
 
