@@ -39,6 +39,28 @@ func Leftovers(cfg *Config) []string {
 	return out
 }
 
+// CleanDeleted removes what a cluster whose state directory is gone (deleted, or removed by
+// hand after an interrupted run) left on the host, once none of its processes runs: its
+// node's links and mount targets. It returns what is still left (Leftovers). Its ports and
+// ranges are derived from the name again, as Create derived them: a cluster created from a
+// config file with explicit ports is checked on the derived ones only.
+func CleanDeleted(name string) ([]string, error) {
+	others, err := existingConfigs()
+	if err != nil {
+		return nil, err
+	}
+	cfg := &Config{}
+	if err := cfg.Complete(name, others); err != nil {
+		return nil, err
+	}
+	if len(leftoverProcesses(cfg, newLayout(name))) == 0 {
+		if err := procnode.CleanHost(cfg.NodeName()); err != nil {
+			return nil, err
+		}
+	}
+	return Leftovers(cfg), nil
+}
+
 // leftoverProcesses finds processes that mention the state directory (control plane, node
 // agent, cert-manager) or that carry this cluster's pod environment (pods: the apiserver
 // address for pods is unique per cluster).

@@ -151,6 +151,15 @@ func down(ctx context.Context, args []string) error {
 	if _, err := os.Stat(filepath.Join(local.StateRoot(), *name)); err != nil {
 		names, _ := local.Clusters()
 		fmt.Printf("No local cluster %q (clusters: %s).\n", *name, orNone(names))
+		// Still clean and check the host: an interrupted run may have left mounts or links.
+		left, err := local.CleanDeleted(*name)
+		if err != nil {
+			return fmt.Errorf("checking what cluster %q left on this host: %w", *name, err)
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("cluster %q left behind:\n  %s", *name, strings.Join(left, "\n  "))
+		}
+		fmt.Printf("✓ Nothing of cluster %q is left on this host (processes, mounts, mount targets, listeners, links, state).\n", *name)
 		return nil
 	}
 	p := local.NewProvider()
