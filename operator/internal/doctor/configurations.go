@@ -5,7 +5,8 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	certutil "k8s.io/client-go/util/cert"
@@ -304,13 +305,8 @@ func (s *session) selectorFix(tns string, selector *metav1.LabelSelector) []stri
 	}
 	var out []string
 	if selector != nil && len(selector.MatchLabels) > 0 {
-		keys := make([]string, 0, len(selector.MatchLabels))
-		for k := range selector.MatchLabels {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		var kv []string
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(selector.MatchLabels)) {
 			kv = append(kv, k+"="+selector.MatchLabels[k])
 		}
 		out = append(out, fmt.Sprintf("kubectl label namespace %s %s --overwrite", tns, strings.Join(kv, " ")))
