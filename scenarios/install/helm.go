@@ -118,29 +118,19 @@ func (i *Installer) helm(namespace string) (*action.Configuration, error) {
 // OLM mode it first creates the namespace and the certificate Secret, generating the
 // certificate when r.Serving is nil. It does not wait for the operator; see WaitReady.
 func (i *Installer) Install(ctx context.Context, r *Release) error {
-	*r = r.withDefaults()
-	if err := i.prepareCertificates(ctx, r); err != nil {
+	took, err := i.runHelm(ctx, r, "install", func(cfg *action.Configuration, vals map[string]any) error {
+		client := action.NewInstall(cfg)
+		client.ReleaseName = r.Name
+		client.Namespace = r.Namespace
+		client.CreateNamespace = true
+		client.Timeout = helmTimeout
+		_, err := client.RunWithContext(ctx, i.chart, vals)
 		return err
-	}
-	vals, err := r.ChartValues()
+	})
 	if err != nil {
 		return err
 	}
-	vals = MergeValues(i.values, vals)
-	cfg, err := i.helm(r.Namespace)
-	if err != nil {
-		return err
-	}
-	client := action.NewInstall(cfg)
-	client.ReleaseName = r.Name
-	client.Namespace = r.Namespace
-	client.CreateNamespace = true
-	client.Timeout = helmTimeout
-	start := time.Now()
-	if _, err := client.RunWithContext(ctx, i.chart, vals); err != nil {
-		return fmt.Errorf("helm install of %s: %w", r, err)
-	}
-	i.logf("helm install %s: %s mode into namespace %s (%.1fs)", r.Name, r.Mode, r.Namespace, time.Since(start).Seconds())
+	i.logf("helm install %s: %s mode into namespace %s (%.1fs)", r.Name, r.Mode, r.Namespace, took.Seconds())
 	return nil
 }
 
@@ -149,29 +139,42 @@ func (i *Installer) Install(ctx context.Context, r *Release) error {
 // upgrade back to a Release with no overrides really restores the chart's defaults. Like Install
 // it does not wait; see WaitReady.
 func (i *Installer) Upgrade(ctx context.Context, r *Release) error {
+	took, err := i.runHelm(ctx, r, "upgrade", func(cfg *action.Configuration, vals map[string]any) error {
+		client := action.NewUpgrade(cfg)
+		client.Namespace = r.Namespace
+		client.ResetValues = true
+		client.Timeout = helmTimeout
+		_, err := client.RunWithContext(ctx, r.Name, i.chart, vals)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	i.logf("helm upgrade %s in namespace %s (%.1fs)", r.Name, r.Namespace, took.Seconds())
+	return nil
+}
+
+// runHelm does what Install and Upgrade share: it fills in r's defaults, prepares its
+// certificates, computes its chart values (the Installer's under r's own) and runs the Helm
+// action (helm <verb>) with them in r's namespace, returning how long the action took.
+func (i *Installer) runHelm(ctx context.Context, r *Release, verb string, run func(cfg *action.Configuration, vals map[string]any) error) (time.Duration, error) {
 	*r = r.withDefaults()
 	if err := i.prepareCertificates(ctx, r); err != nil {
-		return err
+		return 0, err
 	}
 	vals, err := r.ChartValues()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	vals = MergeValues(i.values, vals)
 	cfg, err := i.helm(r.Namespace)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	client := action.NewUpgrade(cfg)
-	client.Namespace = r.Namespace
-	client.ResetValues = true
-	client.Timeout = helmTimeout
 	start := time.Now()
-	if _, err := client.RunWithContext(ctx, r.Name, i.chart, vals); err != nil {
-		return fmt.Errorf("helm upgrade of %s: %w", r, err)
+	if err := run(cfg, MergeValues(i.values, vals)); err != nil {
+		return 0, fmt.Errorf("helm %s of %s: %w", verb, r, err)
 	}
-	i.logf("helm upgrade %s in namespace %s (%.1fs)", r.Name, r.Namespace, time.Since(start).Seconds())
-	return nil
+	return time.Since(start), nil
 }
 
 // UninstallOptions say what to remove besides the release's own objects.
