@@ -116,11 +116,11 @@ type Topology struct {
 // TeamBNamespace. Each operator defaults DGDR images to an image of its own
 // (ClusterWideDGDRImage, RestrictedDGDRImage).
 //
-// The restricted release's webhooks use failurePolicy Ignore. With the chart's default, Fail,
-// a restricted operator that is down makes the API server reject every create in its
-// namespace at the mutating stage ("failed calling webhook mdynamographdeployment.nvidia.com"),
-// before any validating webhook runs: the cluster-wide operator's takeover would never reach
-// users. Ignore is what makes the documented failover work.
+// The releases carry the values of the README's multi-operator install and nothing else about
+// admission (TestTopologyInstallsWhatTheREADMESays): the restricted release's failurePolicy
+// Ignore, which the documented failover needs, is the chart's default for a restricted release.
+// The lease timings are the suite's (short, for speed) and each operator gets a DGDR default
+// image of its own, so a scenario can tell which operator mutated an object.
 func NewTopology(l LeaseTimings) *Topology {
 	clusterWide := Release{
 		Name: DefaultReleaseName, Namespace: PlatformNamespace, Mode: Automatic,
@@ -129,9 +129,8 @@ func NewTopology(l LeaseTimings) *Topology {
 	restricted := Release{
 		Name: DefaultReleaseName, Namespace: TeamANamespace, Mode: Automatic,
 		Values: map[string]any{
-			"namespaceRestriction": map[string]any{"enabled": true, "namespace": TeamANamespace},
+			"namespaceRestriction": map[string]any{"enabled": true},
 			"crds":                 map[string]any{"install": false},
-			"webhook":              map[string]any{"failurePolicy": "Ignore"},
 			"dgdr":                 map[string]any{"defaultImage": RestrictedDGDRImage},
 		},
 	}.WithLeaseTimings(l)

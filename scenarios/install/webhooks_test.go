@@ -50,9 +50,21 @@ webhook:
 			selector:       teamSelector,
 		},
 		{
+			// Ignore by default: when the restricted operator stops, the cluster-wide one takes
+			// the namespace back, which Fail would defeat.
 			name:           "restricted to the release namespace",
 			namespace:      "team-a",
 			values:         `{namespaceRestriction: {enabled: true}, crds: {install: false}}`,
+			validatingName: "dynamo-validating-team-a",
+			mutatingName:   "dynamo-mutating-team-a",
+			failurePolicy:  ignore,
+			timeoutSeconds: 10,
+			selector:       teamA,
+		},
+		{
+			name:           "restricted with an explicit failurePolicy Fail keeps it",
+			namespace:      "team-a",
+			values:         `{namespaceRestriction: {enabled: true}, crds: {install: false}, webhook: {failurePolicy: Fail}}`,
 			validatingName: "dynamo-validating-team-a",
 			mutatingName:   "dynamo-mutating-team-a",
 			failurePolicy:  fail,

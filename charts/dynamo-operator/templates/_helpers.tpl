@@ -57,6 +57,15 @@ configurations do), so the cluster-wide and a restricted release may share a rel
 {{- end -}}
 
 {{/* Webhook configuration names: <release>-validating (cluster-wide), <release>-validating-<ns> (restricted). */}}
+{{/*
+failurePolicy of every webhook: webhook.failurePolicy when set; else Ignore for a
+namespace-restricted release (the cluster-wide operator takes its namespace back when it stops,
+which Fail would defeat) and Fail otherwise.
+*/}}
+{{- define "dynamo-operator.failurePolicy" -}}
+{{- .Values.webhook.failurePolicy | default (ternary "Ignore" "Fail" .Values.namespaceRestriction.enabled) -}}
+{{- end -}}
+
 {{- define "dynamo-operator.validatingName" -}}
 {{- if .Values.namespaceRestriction.enabled -}}
 {{ .Release.Name }}-validating-{{ include "dynamo-operator.restrictedNamespace" . }}
