@@ -17,7 +17,7 @@ import (
 )
 
 func testOptions() Options {
-	o := Options{Mode: ModeAutomatic, Namespace: "dynamo-system", SecretName: "webhook-server-cert", ServiceName: "webhook-service", CertDir: "/unused"}
+	o := Options{Mode: ModeAutomatic, Namespace: "dynamo-system", SecretName: "webhook-server-cert", ServiceName: "webhook-service", CertDir: "/unused"} //nolint:gosec // G101: the name of a Kubernetes Secret, not a credential
 	o.setDefaults()
 	return o
 }

@@ -136,7 +136,7 @@ type fixture struct {
 func newFixture(t *testing.T, id string) *fixture {
 	t.Helper()
 	env := testEnv(t)
-	f := &fixture{
+	f := &fixture{ //nolint:gosec // G101: secret is the name of a Kubernetes Secret, not a credential
 		t: t, env: env,
 		ns: "certs-" + id, secret: "webhook-server-cert", svc: "dynamo-webhook-service",
 		vwc: "dynamo-validating-" + id, mwc: "dynamo-mutating-" + id,

@@ -21,7 +21,7 @@ func mount(t *testing.T, dir string, b *servingBundle, certName, keyName string)
 func mountedController(t *testing.T, mode Mode, certDir, olmDir string) (*Controller, *logRecorder) {
 	t.Helper()
 	logs, log := newLogRecorder(t)
-	c, err := New(nil, Options{Mode: mode, Namespace: "dynamo-system", SecretName: "webhook-server-cert", CertDir: certDir, OLMCertDir: olmDir}, log)
+	c, err := New(nil, Options{Mode: mode, Namespace: "dynamo-system", SecretName: "webhook-server-cert", CertDir: certDir, OLMCertDir: olmDir}, log) //nolint:gosec // G101: the name of a Kubernetes Secret, not a credential
 	must(t, err)
 	return c, logs
 }

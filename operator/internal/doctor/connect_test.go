@@ -77,10 +77,10 @@ func hangUpServer(t *testing.T) int32 {
 			if err != nil {
 				return
 			}
-			c.Close()
+			_ = c.Close() // hanging up is the point; how the close went is not
 		}
 	}()
-	t.Cleanup(func() { ln.Close() })
+	t.Cleanup(func() { _ = ln.Close() })
 	return portOf(t, ln.Addr())
 }
 
@@ -314,14 +314,14 @@ func TestServingCertificateAutoFallsBackToPortForward(t *testing.T) {
 
 func TestRefusedErrorIsECONNREFUSED(t *testing.T) {
 	err := refusedError("dial tcp4 127.0.0.1:9443: connect: connection refused")
-	assert.True(t, errors.Is(err, syscall.ECONNREFUSED))
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
 	assert.True(t, isRefused(err))
 
 	var f forwardErrors
-	assert.NoError(t, f.first())
+	require.NoError(t, f.first())
 	f.Error(errors.New("error forwarding port 9443 to pod p: i/o timeout"), "An error occurred forwarding")
 	assert.False(t, isRefused(f.first()))
-	assert.EqualError(t, f.first(), "An error occurred forwarding: error forwarding port 9443 to pod p: i/o timeout")
+	require.EqualError(t, f.first(), "An error occurred forwarding: error forwarding port 9443 to pod p: i/o timeout")
 	f.Error(errors.New("failed to connect to localhost:9443 inside namespace x: dial tcp4 127.0.0.1:9443: connect: connection refused"), "An error occurred forwarding")
 	assert.True(t, isRefused(f.first()), "a refusal among the far end's errors decides")
 }

@@ -100,7 +100,7 @@ type facts struct {
 
 // defaultFacts are the chart's names for a release, before the Deployment is read.
 func defaultFacts(o Options) facts {
-	f := facts{
+	f := facts{ //nolint:gosec // G101: secretName is the name of a Kubernetes Secret, not a credential
 		deploymentName: o.Release + "-operator",
 		serviceName:    o.Release + "-webhook-service",
 		secretName:     "webhook-server-cert",

@@ -42,7 +42,7 @@ func silentServer(t *testing.T) int32 {
 		var conns []net.Conn
 		defer func() {
 			for _, c := range conns {
-				c.Close()
+				_ = c.Close() // the test is over; the server only had to stay silent
 			}
 		}()
 		for {
@@ -54,7 +54,7 @@ func silentServer(t *testing.T) int32 {
 			conns = append(conns, c)
 		}
 	}()
-	t.Cleanup(func() { ln.Close(); close(done) })
+	t.Cleanup(func() { _ = ln.Close(); close(done) })
 	return portOf(t, ln.Addr())
 }
 
@@ -72,7 +72,7 @@ func portOf(t *testing.T, addr net.Addr) int32 {
 	t.Helper()
 	_, p, err := net.SplitHostPort(addr.String())
 	require.NoError(t, err)
-	n, err := strconv.Atoi(p)
+	n, err := strconv.ParseInt(p, 10, 32)
 	require.NoError(t, err)
 	return int32(n)
 }

@@ -85,7 +85,7 @@ func (f *forwarder) serve(ln net.Listener) {
 		f.mu.Unlock()
 		up, err := net.Dial("tcp", backend)
 		if err != nil {
-			conn.Close()
+			_ = conn.Close() // no backend: hang up, as a Service without endpoints does
 			continue
 		}
 		f.track(conn, up)
@@ -111,7 +111,7 @@ func (f *forwarder) untrack(cs ...net.Conn) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, c := range cs {
-		c.Close()
+		_ = c.Close() // the copy is over either way
 		delete(f.conns, c)
 	}
 }
@@ -122,7 +122,7 @@ func (f *forwarder) dropConnections() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for c := range f.conns {
-		c.Close()
+		_ = c.Close() // dropping them is the point; a failed close drops them too
 		delete(f.conns, c)
 	}
 }
@@ -143,7 +143,7 @@ func (f *forwarder) current() string {
 func (f *forwarder) stop() {
 	f.mu.Lock()
 	if f.ln != nil {
-		f.ln.Close()
+		_ = f.ln.Close() // Accept in serve returns either way
 		f.ln = nil
 	}
 	f.mu.Unlock()
@@ -166,8 +166,9 @@ func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	return port
 }
 
 // startWebhookServer runs the operator's webhooks (webhook.Register on controller-runtime's
@@ -198,7 +199,7 @@ func (w *world) startWebhookServer(ctx context.Context, t testing.TB, cfg webhoo
 	require.Eventually(t, func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
-			c.Close()
+			_ = c.Close() // only whether it connects matters
 		}
 		return err == nil
 	}, 10*time.Second, 20*time.Millisecond, "webhook server on %s did not start", addr)

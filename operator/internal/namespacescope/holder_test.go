@@ -64,6 +64,15 @@ func (r *running) wait(t *testing.T, timeout time.Duration) error {
 	}
 }
 
+// stop cancels Start and waits for it, as a test's cleanup: a cancelled Start returns nil.
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	if err := r.wait(t, 5*time.Second); err != nil {
+		t.Errorf("Start after cancellation = %v, want nil", err)
+	}
+}
+
 func leaseGone(t *testing.T, ns string) bool {
 	t.Helper()
 	_, err := admin.CoordinationV1().Leases(ns).Get(context.Background(), namespacescope.LeaseName, metav1.GetOptions{})
@@ -114,7 +123,7 @@ func TestHolder(t *testing.T) {
 		h := acquiredHolder(t, admin, ns, "operator-b-0")
 		first := getLease(t, ns).Spec.RenewTime.Time
 		r := start(h)
-		t.Cleanup(func() { r.cancel(); <-r.done })
+		t.Cleanup(func() { r.stop(t) })
 
 		var renewals []time.Time
 		eventually(t, 3*time.Second, "the Lease was renewed twice", func() bool {
@@ -178,7 +187,7 @@ func TestHolder(t *testing.T) {
 		ns := newNamespace(t, "recreate")
 		h := newHolder(t, admin, ns, "operator-b-0")
 		r := start(h)
-		t.Cleanup(func() { r.cancel(); <-r.done })
+		t.Cleanup(func() { r.stop(t) })
 		eventually(t, 3*time.Second, "Start created the Lease", func() bool { return !leaseGone(t, ns) })
 		old := getLease(t, ns)
 		if err := admin.CoordinationV1().Leases(ns).Delete(ctx, namespacescope.LeaseName, metav1.DeleteOptions{}); err != nil {
@@ -229,7 +238,7 @@ func TestHolder(t *testing.T) {
 			t.Fatalf("Acquire by the newer replica: %v", err)
 		}
 		newerRun := start(newer)
-		t.Cleanup(func() { newerRun.cancel(); <-newerRun.done })
+		t.Cleanup(func() { newerRun.stop(t) })
 
 		// A few renew intervals: the older replica must not fight for the Lease.
 		require.Never(t, func() bool { h := leaseHolder(ns); return h != "" && h != "operator-b-new" }, 4*fastTimings.RenewInterval, fastTimings.RenewInterval/10,

@@ -2,7 +2,6 @@ package validation
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,9 +39,8 @@ func requireOutcome(t *testing.T, want []cause, wantWarnings []string, warnings 
 	if len(want) == 0 {
 		require.NoError(t, err)
 	} else {
-		require.Error(t, err)
 		var status *apierrors.StatusError
-		require.True(t, errors.As(err, &status), "want *apierrors.StatusError, got %T: %v", err, err)
+		require.ErrorAs(t, err, &status)
 		assert.Equal(t, metav1.StatusReasonInvalid, status.ErrStatus.Reason)
 		assert.EqualValues(t, 422, status.ErrStatus.Code)
 		require.NotNil(t, status.ErrStatus.Details)
