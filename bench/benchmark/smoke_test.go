@@ -15,6 +15,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/bench/report"
 	"github.com/gauntlet-dev/gauntlet/bench/result"
 	"github.com/gauntlet-dev/gauntlet/bench/testbed"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
 
 // TestSmokeBench runs the whole pipeline in seconds: a real API server
@@ -49,7 +50,7 @@ func TestSmokeBench(t *testing.T) {
 	got, err := result.Read(filepath.Join(dir, result.FileName))
 	require.NoError(t, err)
 	assert.Equal(t, "envtest", got.Provider)
-	assert.Equal(t, testbed.KubernetesVersion, got.KubernetesVersion)
+	assert.Equal(t, workspace.KubernetesVersion, got.KubernetesVersion)
 	assert.Len(t, got.Steps, 3*len(cfg.DirectRates)+2*len(cfg.APIServerRates))
 
 	t.Run("every request got the answer its object deserved", func(t *testing.T) {

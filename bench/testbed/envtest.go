@@ -24,10 +24,6 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
 
-// KubernetesVersion is the control-plane version whose binaries StartEnvtest
-// uses from the cache `make control-plane` fills.
-const KubernetesVersion = "v1.37.0"
-
 // envtestServiceCIDR is the API server's Service range: loopback, so a
 // Service's ClusterIP is an address of this host and the operator, listening
 // on all interfaces, answers there.
@@ -73,7 +69,7 @@ func StartEnvtest(ctx context.Context, opts EnvtestOptions) (_ *Testbed, err err
 	}
 	logf("built dynamo-operator %s (%.1fs)", OperatorVersion, time.Since(start).Seconds())
 
-	assets, err := assetsDir()
+	assets, err := workspace.ControlPlaneAssets("etcd", "kube-apiserver")
 	if err != nil {
 		return nil, err
 	}
@@ -338,29 +334,6 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-// assetsDir finds etcd and kube-apiserver: $KUBEBUILDER_ASSETS, else the
-// cache `make control-plane` fills.
-func assetsDir() (string, error) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		cache := os.Getenv("GAUNTLET_CACHE")
-		if cache == "" {
-			base, err := os.UserCacheDir()
-			if err != nil {
-				return "", fmt.Errorf("locating the user cache dir for control-plane binaries: %w", err)
-			}
-			cache = filepath.Join(base, "gauntlet")
-		}
-		dir = filepath.Join(cache, "k8s", KubernetesVersion, "bin")
-	}
-	for _, bin := range []string{"etcd", "kube-apiserver"} {
-		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
-			return "", fmt.Errorf("control-plane binary %s not found in %s: run `make control-plane` (or set KUBEBUILDER_ASSETS)", bin, dir)
-		}
-	}
-	return dir, nil
 }
 
 func tailFile(path string, n int) string {

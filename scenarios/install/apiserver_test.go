@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,10 +21,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-)
 
-// controlPlaneVersion is the Kubernetes version whose binaries `make control-plane` builds.
-const controlPlaneVersion = "v1.37.0"
+	"github.com/gauntlet-dev/gauntlet/scenarios/certmanager"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+)
 
 // apiServer is a real etcd + kube-apiserver that the chart is installed into with Helm, so the API
 // server itself validates every rendered object and evaluates the chart's RBAC.
@@ -70,33 +68,23 @@ func startAPIServer(t *testing.T) *apiServer {
 	}
 }
 
-// controlPlaneAssets finds etcd and kube-apiserver: $KUBEBUILDER_ASSETS, else the cache that
-// `make control-plane` fills. A missing binary fails the test; it is never skipped.
+// controlPlaneAssets finds etcd and kube-apiserver (workspace.ControlPlaneAssets). A missing
+// binary fails the test; it is never skipped.
 func controlPlaneAssets(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		cache := os.Getenv("GAUNTLET_CACHE")
-		if cache == "" {
-			base, err := os.UserCacheDir()
-			require.NoError(t, err, "locating the user cache dir for control-plane binaries")
-			cache = filepath.Join(base, "gauntlet")
-		}
-		dir = filepath.Join(cache, "k8s", controlPlaneVersion, "bin")
-	}
-	for _, bin := range []string{"etcd", "kube-apiserver"} {
-		_, err := os.Stat(filepath.Join(dir, bin))
-		require.NoError(t, err, "control-plane binary %s not found in %s: run `make control-plane` (or set KUBEBUILDER_ASSETS)", bin, dir)
-	}
+	dir, err := workspace.ControlPlaneAssets("etcd", "kube-apiserver")
+	require.NoError(t, err)
 	return dir
 }
 
 // certManagerCRDDir is deploy/crds of the cert-manager module in the build list.
 func certManagerCRDDir(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager").Output()
-	require.NoError(t, err, "locating the cert-manager module with go list")
-	return filepath.Join(strings.TrimSpace(string(out)), "deploy", "crds")
+	root, err := workspace.Root()
+	require.NoError(t, err)
+	dir, err := certmanager.CRDDir(context.Background(), root)
+	require.NoError(t, err)
+	return dir
 }
 
 func (s *apiServer) helm(t *testing.T, namespace string) *action.Configuration {

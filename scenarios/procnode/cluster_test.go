@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
 
 // The integration tests share one control plane and two process nodes (one in-process, one
@@ -153,29 +154,8 @@ func cluster(t *testing.T) *testCluster {
 	return shared.c
 }
 
-func assetsDir() (string, error) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		cache := os.Getenv("GAUNTLET_CACHE")
-		if cache == "" {
-			base, err := os.UserCacheDir()
-			if err != nil {
-				return "", err
-			}
-			cache = filepath.Join(base, "gauntlet")
-		}
-		dir = filepath.Join(cache, "k8s", "v1.37.0", "bin")
-	}
-	for _, bin := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
-		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
-			return "", fmt.Errorf("control-plane binary %s not found in %s: run `make control-plane` (or set KUBEBUILDER_ASSETS)", bin, dir)
-		}
-	}
-	return dir, nil
-}
-
 func startTestCluster() (_ *testCluster, err error) {
-	assets, err := assetsDir()
+	assets, err := workspace.ControlPlaneAssets("etcd", "kube-apiserver", "kube-controller-manager")
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 const DefaultProvider = "local"
 
 // DefaultKubernetesVersion is the version clusters run unless --kubernetes-version says otherwise.
-const DefaultKubernetesVersion = "v1.37.0"
+const DefaultKubernetesVersion = workspace.KubernetesVersion
 
 // DefaultOperatorVersion is stamped into the operator when neither --operator-version nor
 // GAUNTLET_OPERATOR_VERSION says otherwise.

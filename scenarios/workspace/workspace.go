@@ -65,6 +65,32 @@ func CacheDir() string {
 // BinDir is where workspace binaries are built: <cache>/bin.
 func BinDir() string { return filepath.Join(CacheDir(), "bin") }
 
+// KubernetesVersion is the Kubernetes version whose control-plane binaries `make control-plane`
+// builds (the only version the tools module pins) and that clusters run unless asked otherwise.
+const KubernetesVersion = "v1.37.0"
+
+// ControlPlaneDir is where `make control-plane` puts the control-plane binaries of a Kubernetes
+// version: <cache>/k8s/<version>/bin.
+func ControlPlaneDir(version string) string {
+	return filepath.Join(CacheDir(), "k8s", version, "bin")
+}
+
+// ControlPlaneAssets finds the control-plane binaries a test starts itself (envtest's
+// BinaryAssetsDirectory): $KUBEBUILDER_ASSETS, else ControlPlaneDir(KubernetesVersion). It fails
+// naming the first of binaries missing there and how to get it.
+func ControlPlaneAssets(binaries ...string) (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = ControlPlaneDir(KubernetesVersion)
+	}
+	for _, bin := range binaries {
+		if !exists(filepath.Join(dir, bin)) {
+			return "", fmt.Errorf("control-plane binary %s not found in %s: run `make control-plane` (or set KUBEBUILDER_ASSETS)", bin, dir)
+		}
+	}
+	return dir, nil
+}
+
 // BuildOptions change how Build compiles.
 type BuildOptions struct {
 	// OperatorVersion, when set, is stamped into the operator (-ldflags -X).

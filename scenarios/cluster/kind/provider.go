@@ -33,7 +33,7 @@ import (
 const DefaultName = "gauntlet"
 
 // DefaultKubernetesVersion is the version whose node image is built when none is asked for.
-const DefaultKubernetesVersion = "v1.37.0"
+const DefaultKubernetesVersion = workspace.KubernetesVersion
 
 // readyTimeout bounds kind's own wait for the control-plane node to be Ready.
 const readyTimeout = 3 * time.Minute

@@ -26,7 +26,7 @@ const (
 func resolveBinaries(ctx context.Context, cfg *Config) (map[string]string, error) {
 	b := &cfg.Binaries
 	if b.Dir == "" {
-		b.Dir = filepath.Join(workspace.CacheDir(), "k8s", cfg.KubernetesVersion, "bin")
+		b.Dir = workspace.ControlPlaneDir(cfg.KubernetesVersion)
 	}
 	var errs []error
 	for _, c := range []struct {

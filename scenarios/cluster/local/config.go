@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
 
 // ConfigAPIVersion and ConfigKind identify a local cluster configuration file.
@@ -21,7 +23,7 @@ const (
 )
 
 // DefaultKubernetesVersion is the version hack/control-plane.sh builds.
-const DefaultKubernetesVersion = "v1.37.0"
+const DefaultKubernetesVersion = workspace.KubernetesVersion
 
 // slots is how many clusters can run side by side with derived ports and ranges.
 const slots = 100
