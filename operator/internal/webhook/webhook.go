@@ -67,6 +67,13 @@ func Register(mgr ctrl.Manager, cfg Config) error {
 		log.Info("TEST ONLY: delaying every validating and mutating webhook call", "latencyInjection", cfg.LatencyInjection.String())
 	}
 
+	// controller-runtime's conversion handler decodes the whole body, however large; serve it
+	// behind the admission paths' size limit. It goes first: the builder registers its own,
+	// unbounded /convert with the first convertible kind (the DGDR validator below) unless the
+	// path is taken.
+	mgr.GetWebhookServer().Register(ConversionPath, BoundedBody(MaxRequestBytes, log,
+		conversion.NewWebhookHandler(mgr.GetScheme(), mgr.GetConverterRegistry())))
+
 	log.Info("Registering validation webhooks",
 		"kinds", []string{"DynamoComponentDeployment", "DynamoGraphDeployment", "DynamoModel", "DynamoGraphDeploymentRequest"})
 	if err := registerValidator(mgr, cfg, log, &v1alpha1.DynamoComponentDeployment{}, validation.ComponentDeployment()); err != nil {
