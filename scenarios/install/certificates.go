@@ -3,20 +3,16 @@ package install
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"strings"
 	"time"
 
+	"github.com/cert-manager/cert-manager/pkg/util/pki"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -35,17 +31,12 @@ type CertificateAuthority struct {
 // NewCertificateAuthority creates a self-signed ECDSA P-256 CA valid from an hour ago (clock
 // skew between this host and the cluster) for validity.
 func NewCertificateAuthority(commonName string, validity time.Duration) (*CertificateAuthority, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := pki.GenerateECPrivateKey(pki.ECCurve256)
 	if err != nil {
 		return nil, fmt.Errorf("generating the key of CA %q: %w", commonName, err)
 	}
-	serial, err := randomSerial()
-	if err != nil {
-		return nil, err
-	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: commonName, Organization: []string{"gauntlet"}},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(validity),
@@ -53,15 +44,11 @@ func NewCertificateAuthority(commonName string, validity time.Duration) (*Certif
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	certPEM, cert, err := pki.SignCertificate(tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		return nil, fmt.Errorf("creating CA certificate %q: %w", commonName, err)
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("parsing CA certificate %q: %w", commonName, err)
-	}
-	return &CertificateAuthority{Cert: cert, PEM: pemCertificate(der), key: key}, nil
+	return &CertificateAuthority{Cert: cert, PEM: certPEM, key: key}, nil
 }
 
 // LeafOptions describe a serving certificate. The zero values of NotBefore and NotAfter mean
@@ -73,7 +60,7 @@ type LeafOptions struct {
 	NotBefore, NotAfter time.Time
 }
 
-// Issue signs a serving certificate (server auth, ECDSA P-256) with the CA.
+// Issue signs a serving certificate (server auth, ECDSA P-256, PKCS #8 key) with the CA.
 func (ca *CertificateAuthority) Issue(opts LeafOptions) (*ServingCertificate, error) {
 	if len(opts.DNSNames) == 0 && len(opts.IPAddresses) == 0 {
 		return nil, errors.New("issuing a serving certificate: no DNS name or IP address given")
@@ -85,47 +72,32 @@ func (ca *CertificateAuthority) Issue(opts LeafOptions) (*ServingCertificate, er
 	if opts.NotAfter.IsZero() {
 		opts.NotAfter = now.Add(365 * 24 * time.Hour)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := pki.GenerateECPrivateKey(pki.ECCurve256)
 	if err != nil {
 		return nil, fmt.Errorf("generating a serving key: %w", err)
-	}
-	serial, err := randomSerial()
-	if err != nil {
-		return nil, err
 	}
 	cn := ""
 	if len(opts.DNSNames) > 0 {
 		cn = opts.DNSNames[0]
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn, Organization: []string{"gauntlet"}},
-		DNSNames:     opts.DNSNames,
-		IPAddresses:  opts.IPAddresses,
-		NotBefore:    opts.NotBefore,
-		NotAfter:     opts.NotAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		Subject:     pkix.Name{CommonName: cn, Organization: []string{"gauntlet"}},
+		DNSNames:    opts.DNSNames,
+		IPAddresses: opts.IPAddresses,
+		NotBefore:   opts.NotBefore,
+		NotAfter:    opts.NotAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.key)
+	certPEM, leaf, err := pki.SignCertificate(tmpl, ca.Cert, key.Public(), ca.key)
 	if err != nil {
 		return nil, fmt.Errorf("signing a serving certificate for %v with CA %q: %w", opts.DNSNames, ca.Cert.Subject.CommonName, err)
 	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the serving certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	keyPEM, err := pki.EncodePKCS8PrivateKey(key)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the serving key: %w", err)
 	}
-	return &ServingCertificate{
-		CA:      ca.Cert,
-		CAPEM:   ca.PEM,
-		Leaf:    leaf,
-		CertPEM: pemCertificate(der),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-	}, nil
+	return &ServingCertificate{CA: ca.Cert, CAPEM: ca.PEM, Leaf: leaf, CertPEM: certPEM, KeyPEM: keyPEM}, nil
 }
 
 // ServingCertificate is a webhook serving certificate with its key and the CA that signed it.
@@ -193,18 +165,6 @@ func (i CertificateInfo) String() string {
 
 // SerialHex is a certificate's serial number in hex.
 func SerialHex(c *x509.Certificate) string { return c.SerialNumber.Text(16) }
-
-func pemCertificate(der []byte) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
-func randomSerial() (*big.Int, error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, fmt.Errorf("generating a certificate serial number: %w", err)
-	}
-	return serial, nil
-}
 
 // SecretCertificates is a release's certificate Secret as a user inspects it, parsed.
 type SecretCertificates struct {

@@ -5,14 +5,7 @@
 package install
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
-	"math/big"
 	"slices"
 	"sync"
 	"testing"
@@ -134,20 +127,9 @@ func operatorArgs(t *testing.T, o objects) []string {
 // testCABundle is a base64-encoded PEM CA certificate, as a user puts into webhook.caBundle.
 func testCABundle(t *testing.T) string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := NewCertificateAuthority("external-test-ca", time.Hour)
 	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "external-test-ca"},
-		NotBefore:             time.Now(),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	return base64.StdEncoding.EncodeToString(ca.PEM)
 }
 
 // webhookView is what the chart controls on one webhook, for validating and mutating alike.
