@@ -34,6 +34,23 @@ type Request struct {
 	Step func(title string, fn func() error) error
 }
 
+// CreateOrReuse is what a provider does with the cluster req names: create makes it when none
+// exists; one that exists is reused when req.Keep says so (reuse checks it, as the step "Reusing
+// kept <provider> cluster <name>") and is an error otherwise, naming deleteCommand, the command
+// that deletes it.
+func (req Request) CreateOrReuse(provider, deleteCommand string, exists bool, create, reuse func() error) error {
+	switch {
+	case exists && !req.Keep:
+		return fmt.Errorf("%s cluster %q already exists; delete it (%s) or keep and reuse it with KEEP_CLUSTER=1", provider, req.Name, deleteCommand)
+	case exists:
+		return req.Step("Reusing kept "+provider+" cluster "+req.Name, reuse)
+	}
+	if err := create(); err != nil {
+		return fmt.Errorf("creating %s cluster %s: %w", provider, req.Name, err)
+	}
+	return nil
+}
+
 // Handle is a cluster a provider made (or found) for a suite.
 type Handle struct {
 	// Kubeconfig is the path of an admin kubeconfig.

@@ -54,15 +54,11 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	if exists && !req.Keep {
-		return nil, fmt.Errorf("kind cluster %q already exists; delete it (make cluster-down PROVIDER=kind CLUSTER=%s) or keep and reuse it with KEEP_CLUSTER=1", req.Name, req.Name)
-	}
-	if exists {
-		if err := req.Step("Reusing kept kind cluster "+req.Name, func() error { return p.reuse(ctx, req, operator) }); err != nil {
-			return nil, err
-		}
-	} else if _, err := p.Create(ctx); err != nil {
-		return nil, fmt.Errorf("creating kind cluster %s: %w", req.Name, err)
+	err = req.CreateOrReuse(ProviderName, "make cluster-down PROVIDER=kind CLUSTER="+req.Name, exists,
+		func() error { _, err := p.Create(ctx); return err },
+		func() error { return p.reuse(ctx, req, operator) })
+	if err != nil {
+		return nil, err
 	}
 	h := &cluster.Handle{Kubeconfig: p.GetKubeconfig(), Reused: exists, Backend: backend{p}}
 	if req.CertManager {

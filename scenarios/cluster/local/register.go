@@ -42,15 +42,11 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 		return nil, err
 	}
 	reused := slices.Contains(names, req.Name)
-	if reused && !req.Keep {
-		return nil, fmt.Errorf("local cluster %q already exists; delete it (make cluster-down CLUSTER=%s) or keep and reuse it with KEEP_CLUSTER=1", req.Name, req.Name)
-	}
-	if reused {
-		if err := req.Step("Reusing kept local cluster "+req.Name, func() error { return checkReusable(ctx, p, req, operator) }); err != nil {
-			return nil, err
-		}
-	} else if _, err := p.Create(ctx); err != nil {
-		return nil, fmt.Errorf("creating local cluster %s: %w", req.Name, err)
+	err = req.CreateOrReuse(ProviderName, "make cluster-down CLUSTER="+req.Name, reused,
+		func() error { _, err := p.Create(ctx); return err },
+		func() error { return checkReusable(ctx, p, req, operator) })
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := p.Config()
 	if err != nil {
