@@ -228,11 +228,17 @@ outer:
 	}
 	var untrusting []string
 	var lastErr error
+	now := s.opts.Now()
 	for _, b := range s.bundles {
-		if err := verifyTrust(s.secretChain, b.roots, s.secretChain[0]); err != nil {
-			untrusting = append(untrusting, b.webhooks...)
-			lastErr = err
+		err := verifyTrust(s.secretChain, b.roots, now)
+		if err == nil {
+			continue
 		}
+		if ca := expiredIssuer(issuerPath(s.secretChain, b.roots), now); ca != nil {
+			return failure(title, s.expiredCACause("the caBundle of "+s.webhookList(b.webhooks), ca, now), details...)
+		}
+		untrusting = append(untrusting, b.webhooks...)
+		lastErr = err
 	}
 	if len(untrusting) > 0 {
 		return failure(title, documented(t3,

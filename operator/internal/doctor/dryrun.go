@@ -2,9 +2,11 @@ package doctor
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -123,8 +125,10 @@ var (
 	noEndpoints       = regexp.MustCompile(`no endpoints available for service "([^"]+)"`)
 	connRefused       = regexp.MustCompile(`connect: connection refused`)
 	unknownAuthority  = regexp.MustCompile(`x509: certificate signed by unknown authority`)
+	expiredAuthority  = regexp.MustCompile(`x509: certificate signed by unknown authority \(possibly because of "x509: certificate has expired or is not yet valid[^"]*" while trying to verify candidate authority certificate "([^"]*)"\)`)
 	wrongSAN          = regexp.MustCompile(`x509: certificate is valid for .*, not \S+`)
 	expired           = regexp.MustCompile(`x509: certificate has expired or is not yet valid`)
+	expiredAt         = regexp.MustCompile(`x509: certificate has expired or is not yet valid: current time \S+ is after (\S+)`)
 	deadlineExceeded  = regexp.MustCompile(`context deadline exceeded|Client\.Timeout exceeded|i/o timeout`)
 	forbiddenForUser  = regexp.MustCompile(`is forbidden: User "([^"]*)" cannot`)
 	crdMissing        = regexp.MustCompile(`no matches for kind "DynamoGraphDeployment"|the server could not find the requested resource`)
@@ -152,10 +156,17 @@ func (s *session) callFailure(action string, err error) cause {
 	case noEndpoints.MatchString(text), connRefused.MatchString(text):
 		return documented(t6, fmt.Sprintf("%s failed: calling %s: connection refused", action, webhook),
 			s.fix.describePods(), s.fix.logs())
+	case expiredAuthority.MatchString(text):
+		return undocumented(fmt.Sprintf("%s failed: calling %s: %s: the CA %q the caBundle holds is outside its validity; re-injecting it does not help, the CA and the serving certificate must be re-issued",
+			action, webhook, shorten(expiredAuthority.FindString(text), 300), expiredAuthority.FindStringSubmatch(text)[1]), s.reissueCA()...)
 	case unknownAuthority.MatchString(text):
 		return documented(t3, fmt.Sprintf("%s failed: calling %s: x509: certificate signed by unknown authority", action, webhook), s.injectFix()...)
 	case wrongSAN.MatchString(text):
 		return documented(t4, fmt.Sprintf("%s failed: calling %s: %s", action, webhook, wrongSAN.FindString(text)), s.reissue()...)
+	case expired.MatchString(text) && s.expiredBundleCA(text) != nil:
+		ca := s.expiredBundleCA(text)
+		return undocumented(fmt.Sprintf("%s failed: calling %s: %s: that is the NotAfter of CA %q in the caBundle, not of the serving certificate; re-injecting it does not help, the CA and the serving certificate must be re-issued",
+			action, webhook, expiredAt.FindString(text), ca.Subject.CommonName), s.reissueCA()...)
 	case expired.MatchString(text):
 		return documented(t5, fmt.Sprintf("%s failed: calling %s: x509: certificate has expired or is not yet valid", action, webhook), s.reissue()...)
 	case failedCalling.MatchString(text) && deadlineExceeded.MatchString(text):
@@ -186,4 +197,26 @@ func (s *session) isReleaseWebhook(name string) bool {
 		}
 	}
 	return false
+}
+
+// expiredBundleCA is the CA of a caBundle whose NotAfter is the one an "x509: certificate has
+// expired" error names: Go reports a chain whose only candidate root expired that way, so the
+// text alone would blame the serving certificate.
+func (s *session) expiredBundleCA(text string) *x509.Certificate {
+	m := expiredAt.FindStringSubmatch(text)
+	if m == nil {
+		return nil
+	}
+	at, err := time.Parse(time.RFC3339, m[1])
+	if err != nil {
+		return nil
+	}
+	for _, b := range s.bundles {
+		for _, r := range b.roots {
+			if r.NotAfter.Equal(at) {
+				return r
+			}
+		}
+	}
+	return nil
 }

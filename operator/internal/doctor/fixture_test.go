@@ -41,14 +41,30 @@ type testCA struct {
 }
 
 func newCA(t testing.TB, cn string) *testCA {
+	return newCAValid(t, cn, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+}
+
+// newCAValid is a CA valid from notBefore to notAfter.
+func newCAValid(t testing.TB, cn string, notBefore, notAfter time.Time) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
+	return selfSigned(t, key, cn, notBefore, notAfter)
+}
+
+// renewed is the same CA (subject and key) re-signed for another validity: what signs ca's
+// certificates verifies against either.
+func (ca *testCA) renewed(t testing.TB, notBefore, notAfter time.Time) *testCA {
+	return selfSigned(t, ca.key, ca.cert.Subject.CommonName, notBefore, notAfter)
+}
+
+func selfSigned(t testing.TB, key *ecdsa.PrivateKey, cn string, notBefore, notAfter time.Time) *testCA {
+	t.Helper()
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(time.Now().UnixNano()),
 		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
+		NotBefore:             notBefore,
+		NotAfter:              notAfter,
 		IsCA:                  true,
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,

@@ -69,7 +69,7 @@ func checkServingCertificate(ctx context.Context, s *session) outcome {
 			return failure(title, s.unreachableCause(host, err), details...)
 		}
 		if err != nil {
-			return failure(title, s.verificationCause(target, host, err, b.webhooks), details...)
+			return failure(title, s.verificationCause(target, host, err, b), details...)
 		}
 		leaf := state.PeerCertificates[0]
 		details = append(details, fmt.Sprintf("%s: handshake verified against the caBundle of %s", target, s.webhookList(b.webhooks)),
@@ -350,10 +350,22 @@ func (s *session) unreachableForwardedCause(host string, err error) cause {
 }
 
 // verificationCause names what the API server would fail with, given the handshake error.
-func (s *session) verificationCause(target, host string, err error, webhooks []string) cause {
+func (s *session) verificationCause(target, host string, err error, bundle trustBundle) cause {
 	var hostErr x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	var unknown x509.UnknownAuthorityError
+	var verifyErr *tls.CertificateVerificationError
+	webhooks := bundle.webhooks
+	if (errors.As(err, &unknown) || errors.As(err, &invalid)) && errors.As(err, &verifyErr) && len(verifyErr.UnverifiedCertificates) > 0 {
+		// The caBundle may hold the very CA that signed the certificate, outside its validity.
+		// Go (and so the API server) reports that as "certificate has expired or is not yet
+		// valid" — of the CA, not the served certificate — or, with several candidate CAs, as
+		// an unknown authority.
+		now := s.opts.Now()
+		if ca := expiredIssuer(issuerPath(verifyErr.UnverifiedCertificates, bundle.roots), now); ca != nil {
+			return s.expiredCACause(fmt.Sprintf("the caBundle of %s (the certificate %s serves)", s.webhookList(webhooks), target), ca, now)
+		}
+	}
 	switch {
 	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
 		return documented(t5, fmt.Sprintf("%s serves a certificate that is expired or not yet valid: %v", target, invalid), s.reissue()...)

@@ -90,17 +90,21 @@ func checkSecret(ctx context.Context, s *session) outcome {
 		return failure(title, undocumented(fmt.Sprintf("Secret %s: tls.crt: %v", key, err), s.reissue()...))
 	}
 	leaf := chain[0]
+	now := s.opts.Now()
 	details := []string{describeCertificate("tls.crt", leaf)}
+	var expiredCA *x509.Certificate
 	if roots, err := certutil.ParseCertsPEM(secret.Data[keyCACert]); err != nil {
 		details = append(details, "ca.crt does not parse: "+err.Error())
-	} else if err := verifyTrust(chain, roots, leaf); err != nil {
-		details = append(details, "tls.crt does not chain to ca.crt: "+err.Error())
 	} else {
-		details = append(details, "tls.crt chains to ca.crt")
+		var detail string
+		expiredCA, detail = judgeTrust(chain, roots, now, "tls.crt", "ca.crt")
+		details = append(details, detail)
 	}
-
-	now := s.opts.Now()
-	if now.Before(leaf.NotBefore) || now.After(leaf.NotAfter) {
+	if expiredCA != nil {
+		// Before the leaf's own validity: re-issuing only the leaf with this CA would not help.
+		return failure(title, s.expiredCACause(fmt.Sprintf("ca.crt of Secret %s", key), expiredCA, now), details...)
+	}
+	if !validAt(leaf, now) {
 		return failure(title, documented(t5,
 			fmt.Sprintf("the certificate in Secret %s is valid from %s until %s, not now (%s)", key,
 				leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)),
@@ -115,9 +119,9 @@ func checkSecret(ctx context.Context, s *session) outcome {
 	return pass(title, details...)
 }
 
-// verifyTrust checks that chain (leaf first) chains to one of roots for server auth, at a
-// moment inside the leaf's validity: it judges trust only, expiry is checked on its own.
-func verifyTrust(chain, roots []*x509.Certificate, leaf *x509.Certificate) error {
+// verifyTrust checks that chain (leaf first) chains to one of roots for server auth now, as
+// the API server would verify it.
+func verifyTrust(chain, roots []*x509.Certificate, now time.Time) error {
 	pool, intermediates := x509.NewCertPool(), x509.NewCertPool()
 	for _, r := range roots {
 		pool.AddCert(r)
@@ -125,12 +129,107 @@ func verifyTrust(chain, roots []*x509.Certificate, leaf *x509.Certificate) error
 	for _, c := range chain[1:] {
 		intermediates.AddCert(c)
 	}
-	at := leaf.NotBefore.Add(leaf.NotAfter.Sub(leaf.NotBefore) / 2)
-	_, err := leaf.Verify(x509.VerifyOptions{
-		Roots: pool, Intermediates: intermediates, CurrentTime: at,
+	_, err := chain[0].Verify(x509.VerifyOptions{
+		Roots: pool, Intermediates: intermediates, CurrentTime: now,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 	return err
+}
+
+// judgeTrust verifies chain against roots now and says how it stands, as a detail naming the
+// chain and roots as chainName and rootsName. expiredCA is set when the chain's signatures lead
+// to roots but a CA on the way (a root or an intermediate) is outside its validity now: the API
+// server then reports "x509: certificate signed by unknown authority", and the cause is that CA's
+// validity, not a foreign CA.
+func judgeTrust(chain, roots []*x509.Certificate, now time.Time, chainName, rootsName string) (expiredCA *x509.Certificate, detail string) {
+	err := verifyTrust(chain, roots, now)
+	if err == nil {
+		return nil, fmt.Sprintf("%s chains to %s", chainName, rootsName)
+	}
+	path := issuerPath(chain, roots)
+	if ca := expiredIssuer(path, now); ca != nil {
+		return ca, fmt.Sprintf("%s is signed by %s, but CA %q (serial %s) is valid from %s until %s, not now (%s)", chainName, rootsName,
+			ca.Subject.CommonName, ca.SerialNumber.Text(16), ca.NotBefore.UTC().Format(time.RFC3339), ca.NotAfter.UTC().Format(time.RFC3339),
+			now.UTC().Format(time.RFC3339))
+	}
+	if path != nil && !validAt(chain[0], now) {
+		// Verify stops at the leaf's own validity; the signatures are fine, and the leaf's
+		// validity is a finding of its own.
+		return nil, fmt.Sprintf("%s is signed by %s (the certificate itself is outside its validity)", chainName, rootsName)
+	}
+	return nil, fmt.Sprintf("%s does not chain to %s: %v", chainName, rootsName, err)
+}
+
+// issuerPath follows the signatures of chain (leaf first) up to one of roots and returns the
+// CA certificates on the way, the root last; nil when they lead to none of roots. It ignores
+// validity periods, which is what it is for.
+func issuerPath(chain, roots []*x509.Certificate) []*x509.Certificate {
+	cur := chain[0]
+	var path []*x509.Certificate
+	for _, c := range chain[1:] {
+		if cur.CheckSignatureFrom(c) != nil {
+			break
+		}
+		path, cur = append(path, c), c
+	}
+	for _, r := range roots {
+		if cur.Equal(r) {
+			return path
+		}
+		if cur.CheckSignatureFrom(r) == nil {
+			return append(path, r)
+		}
+	}
+	return nil
+}
+
+// expiredIssuer is the first CA of path outside its validity at now, or nil.
+func expiredIssuer(path []*x509.Certificate, now time.Time) *x509.Certificate {
+	for _, ca := range path {
+		if !validAt(ca, now) {
+			return ca
+		}
+	}
+	return nil
+}
+
+func validAt(c *x509.Certificate, now time.Time) bool {
+	return !now.Before(c.NotBefore) && !now.After(c.NotAfter)
+}
+
+// expiredCACause is the cause when the CA that signs the serving certificate is outside its
+// validity: where says where that CA was found (ca.crt of the Secret, a caBundle).
+func (s *session) expiredCACause(where string, ca *x509.Certificate, now time.Time) cause {
+	when := fmt.Sprintf("expired at %s", ca.NotAfter.UTC().Format(time.RFC3339))
+	if now.Before(ca.NotBefore) {
+		when = fmt.Sprintf("is not valid before %s", ca.NotBefore.UTC().Format(time.RFC3339))
+	}
+	return undocumented(fmt.Sprintf("the CA that signs the serving certificate, %q (serial %s) in %s, %s (now %s): the API server rejects the webhook's certificate with "+
+		"\"x509: certificate signed by unknown authority (possibly because of \"x509: certificate has expired or is not yet valid …\")\"; "+
+		"re-injecting this CA does not help, the CA and the serving certificate must be re-issued",
+		ca.Subject.CommonName, ca.SerialNumber.Text(16), where, when, now.UTC().Format(time.RFC3339)), s.reissueCA()...)
+}
+
+// reissueCA is the fix for an expired CA, by mode: a new CA, a serving certificate it signs,
+// and the new CA wherever the API server reads it.
+func (s *session) reissueCA() []string {
+	ns := s.opts.Namespace
+	switch s.mode {
+	case certs.ModeCertManager:
+		return []string{
+			fmt.Sprintf("# renew the CA of the issuer that Certificate %s/%s-serving-cert names (its ca.crt expired), then re-issue the serving certificate:", ns, s.opts.Release),
+			fmt.Sprintf("kubectl -n %s get certificate %s-serving-cert -o jsonpath='{.spec.issuerRef}'", ns, s.opts.Release),
+			fmt.Sprintf("kubectl -n %s delete secret %s   # cert-manager re-issues it, cainjector injects the new CA", ns, s.secretName),
+		}
+	case certs.ModeExternal:
+		return []string{
+			fmt.Sprintf("# create a new CA (ca.crt), issue tls.crt with DNS name %s from it, then store both and make the webhooks trust the new CA:", s.serviceHost()),
+			fmt.Sprintf("kubectl -n %s create secret generic %s --type=kubernetes.io/tls --from-file=tls.crt --from-file=tls.key --from-file=ca.crt --dry-run=client -o yaml | kubectl apply -f -",
+				ns, s.secretName),
+			s.fix.helmUpgrade(`--set webhook.caBundle="$(base64 -w0 ca.crt)"`),
+		}
+	}
+	return []string{s.fix.rolloutRestart() + "   # automatic mode generates a new CA and serving certificate when the CA has expired, and injects the new CA"}
 }
 
 // certificateNames are the names a certificate is valid for (DNS SANs, IP SANs, or the CN).
