@@ -425,18 +425,18 @@ func startProfile(ctx context.Context, client *http.Client, pprofURL string, d t
 			done <- fmt.Errorf("fetching %s: %w", url, err)
 			return
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // copied to the file or abandoned; done has the outcome
 		if resp.StatusCode != http.StatusOK {
 			done <- fmt.Errorf("fetching %s: HTTP %d", url, resp.StatusCode)
 			return
 		}
-		f, err := os.Create(path)
+		f, err := os.Create(path) //nolint:gosec // G304: the profile's path in the run directory, chosen by the caller
 		if err != nil {
 			done <- err
 			return
 		}
 		if _, err := io.Copy(f, resp.Body); err != nil {
-			f.Close()
+			_ = f.Close() // the copy's error is the one to report
 			done <- fmt.Errorf("writing %s: %w", path, err)
 			return
 		}
@@ -489,10 +489,11 @@ func Select(r result.Result, re *regexp.Regexp) result.Result {
 
 // Summarize prints what a person running `make bench` wants at the end: per
 // ladder the highest rate under its p99 target, and the admission overhead
-// per rate against its target.
+// per rate against its target. Best effort, like the progress lines: the result
+// files are written by then, so a failed write to the terminal is not reported.
 func Summarize(w io.Writer, res result.Result, cfg Config) {
 	targets := cfg.Targets()
-	fmt.Fprintln(w, "Summary:")
+	_, _ = fmt.Fprintln(w, "Summary:")
 	for _, l := range res.Ladders() {
 		t, ok := targets[l.Name]
 		if !ok {
@@ -502,9 +503,9 @@ func Summarize(w io.Writer, res result.Result, cfg Config) {
 		if rate, ok := l.MaxRateUnder(t); ok {
 			verdict = fmt.Sprintf("%g req/s", rate)
 		}
-		fmt.Fprintf(w, "  %-22s highest rate with p99 ≤ %g ms: %s\n", l.Name, t, verdict)
+		_, _ = fmt.Fprintf(w, "  %-22s highest rate with p99 ≤ %g ms: %s\n", l.Name, t, verdict)
 		for _, s := range l.Steps {
-			fmt.Fprintf(w, "    @ %5g req/s  p50 %8.3f ms  p99 %9.3f ms  success %.2f%%\n", s.Rate, s.P50Ms, s.P99Ms, s.SuccessRatio*100)
+			_, _ = fmt.Fprintf(w, "    @ %5g req/s  p50 %8.3f ms  p99 %9.3f ms  success %.2f%%\n", s.Rate, s.P50Ms, s.P99Ms, s.SuccessRatio*100)
 		}
 	}
 	for _, o := range res.Overheads(result.APIServer) {
@@ -512,6 +513,6 @@ func Summarize(w io.Writer, res result.Result, cfg Config) {
 		if o.P99Ms > cfg.OverheadP99TargetMs {
 			mark = "✗"
 		}
-		fmt.Fprintf(w, "  %s overhead @ %5g req/s  +p50 %8.3f ms  +p99 %9.3f ms  (target +p99 ≤ %g ms)\n", mark, o.Rate, o.P50Ms, o.P99Ms, cfg.OverheadP99TargetMs)
+		_, _ = fmt.Fprintf(w, "  %s overhead @ %5g req/s  +p50 %8.3f ms  +p99 %9.3f ms  (target +p99 ≤ %g ms)\n", mark, o.Rate, o.P50Ms, o.P99Ms, cfg.OverheadP99TargetMs)
 	}
 }

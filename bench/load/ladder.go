@@ -62,7 +62,8 @@ func (p Progress) Printf(format string, args ...any) {
 		return
 	}
 	el := time.Since(p.Start).Round(time.Second)
-	fmt.Fprintf(p.W, "[%02d:%02d] %s\n", int(el.Minutes()), int(el.Seconds())%60, fmt.Sprintf(format, args...))
+	// Progress is best effort: a failed write to the terminal must not fail a measurement.
+	_, _ = fmt.Fprintf(p.W, "[%02d:%02d] %s\n", int(el.Minutes()), int(el.Seconds())%60, fmt.Sprintf(format, args...))
 }
 
 // RunStep attacks w at rate req/s: the warm-up, then the measured attack with

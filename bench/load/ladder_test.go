@@ -27,7 +27,7 @@ func dryRunServer(t *testing.T, stamp func(n int64) bool) (*httptest.Server, *at
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
 			n := served.Load()
-			fmt.Fprintf(w, "# TYPE handled_seconds histogram\nhandled_seconds_bucket{le=\"0.001\"} %d\nhandled_seconds_bucket{le=\"+Inf\"} %d\nhandled_seconds_sum %g\nhandled_seconds_count %d\n",
+			_, _ = fmt.Fprintf(w, "# TYPE handled_seconds histogram\nhandled_seconds_bucket{le=\"0.001\"} %d\nhandled_seconds_bucket{le=\"+Inf\"} %d\nhandled_seconds_sum %g\nhandled_seconds_count %d\n",
 				n, n, float64(n)*0.0005, n)
 			return
 		}
@@ -73,7 +73,7 @@ func TestRunStepCountsOnlyTheMeasuredWindow(t *testing.T) {
 	assert.Equal(t, "apiserver/widgets@200", step.Key())
 	assert.Equal(t, uint64(100), step.Requests, "200 req/s for 0.5 s; the warm-up's 50 are not counted")
 	assert.Equal(t, int64(150), served.Load(), "the warm-up did run")
-	assert.Equal(t, 1.0, step.SuccessRatio)
+	assert.InDelta(t, 1.0, step.SuccessRatio, 1e-9)
 	require.Len(t, step.ServerHistograms, 1)
 	assert.Equal(t, step.Requests, step.ServerHistograms[0].Count, "the server's window matches the measured attack")
 	assert.Contains(t, out.String(), "apiserver/widgets @ 200 req/s: warm-up 250ms, then measuring 500ms …")
@@ -105,9 +105,9 @@ func TestDryRunCheckQuotesTheAPIServersRefusal(t *testing.T) {
 	d, err := NewDryRun(DryRunConfig{URL: "https://api.test/x", Namespace: "bench", Object: widget(1), Annotation: "a", Stamped: true})
 	require.NoError(t, err)
 	body := []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"admission webhook \"vwidget.example.com\" denied the request: spec.size: Invalid value","code":422}`)
-	assert.EqualError(t, d.Check(&vegeta.Result{Code: 422, Body: body}),
+	require.EqualError(t, d.Check(&vegeta.Result{Code: 422, Body: body}),
 		`HTTP 422, want 201 Created: admission webhook "vwidget.example.com" denied the request: spec.size: Invalid value`)
-	assert.EqualError(t, d.Check(&vegeta.Result{Code: 201, Body: []byte(`{"kind":"Gadget"}`)}), `answer is a "Gadget", want Widget`)
+	require.EqualError(t, d.Check(&vegeta.Result{Code: 201, Body: []byte(`{"kind":"Gadget"}`)}), `answer is a "Gadget", want Widget`)
 
 	var tgt vegeta.Target
 	require.NoError(t, d.Target(&tgt))

@@ -64,7 +64,7 @@ func (p Probe) Scrape(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("scraping %s metrics %s: %w", p.Source, p.URL, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to the end or abandoned; the scrape's outcome is decided
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return Snapshot{}, fmt.Errorf("scraping %s metrics %s: HTTP %d: %s", p.Source, p.URL, resp.StatusCode, strings.TrimSpace(string(b)))

@@ -55,7 +55,7 @@ func TestProbeMeasuresOnlyTheWindowBetweenScrapes(t *testing.T) {
 	var served atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		assert.Contains(t, r.Header.Get("Accept"), "text/plain")
-		fmt.Fprint(w, pages[served.Add(1)-1])
+		_, _ = fmt.Fprint(w, pages[served.Add(1)-1])
 	}))
 	defer srv.Close()
 	p := Probe{Source: "apiserver", Client: srv.Client(), URL: srv.URL, Metric: "apiserver_admission_webhook_admission_duration_seconds", GroupBy: []string{"name", "type"}}
@@ -101,7 +101,7 @@ func TestProbeSkipsGroupsWithoutObservationsInTheWindow(t *testing.T) {
 func TestProbeRefusesWhatItCannotSum(t *testing.T) {
 	p := Probe{Source: "operator", Metric: "requests_total"}
 	_, err := p.parse(strings.NewReader("# TYPE requests_total counter\nrequests_total 3\n"))
-	assert.ErrorContains(t, err, "requests_total is a COUNTER, not a histogram")
+	require.ErrorContains(t, err, "requests_total is a COUNTER, not a histogram")
 
 	p = Probe{Source: "operator", Metric: "d_seconds"}
 	_, err = p.parse(strings.NewReader(`# TYPE d_seconds histogram

@@ -40,9 +40,9 @@ func newBodyTemplate(raw []byte, placeholders ...string) (*bodyTemplate, error) 
 		seen[which] = true
 		rest = rest[at+len(placeholders[which]):]
 	}
-	for i, ok := range seen {
-		if !ok {
-			return nil, fmt.Errorf("body template: placeholder %q does not occur in %s", placeholders[i], raw)
+	for i, p := range placeholders {
+		if !seen[i] {
+			return nil, fmt.Errorf("body template: placeholder %q does not occur in %s", p, raw)
 		}
 	}
 	return t, nil

@@ -289,9 +289,10 @@ func ComparisonText(w io.Writer, c result.Comparison) error {
 		return rank(x.Verdict) - rank(y.Verdict)
 	})
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "VERDICT\tSTEP\tRATE\tREASON")
+	// tabwriter reports a failed write at Flush, which is checked below.
+	_, _ = fmt.Fprintln(tw, "VERDICT\tSTEP\tRATE\tREASON")
 	for _, s := range steps {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", strings.ToUpper(string(s.Verdict)), s.Name, formatNumber(s.Rate), s.Reason)
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", strings.ToUpper(string(s.Verdict)), s.Name, formatNumber(s.Rate), s.Reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -315,7 +316,7 @@ func rank(v result.Verdict) int {
 // WriteFiles writes report.md and both SVG plots into dir and returns their
 // paths in that order.
 func WriteFiles(dir string, r result.Result, opts Options) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("creating report directory %s: %w", dir, err)
 	}
 	opts.Plots = append(slices.Clone(opts.Plots), LatencyVsRateFile, DistributionFile)
@@ -334,7 +335,7 @@ func WriteFiles(dir string, r result.Result, opts Options) ([]string, error) {
 		if err := f.render(&b); err != nil {
 			return nil, fmt.Errorf("rendering %s: %w", path, err)
 		}
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
 			return nil, fmt.Errorf("writing %s: %w", path, err)
 		}
 		paths = append(paths, path)

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,7 +44,7 @@ func attack(rng *rand.Rand, spec result.StepSpec, medianMs float64, failures int
 }
 
 func syntheticResult() result.Result {
-	rng := rand.New(rand.NewPCG(7, 7))
+	rng := rand.New(rand.NewPCG(7, 7)) //nolint:gosec // G404: a fixed seed for reproducible synthetic data, not for security
 	r := result.Result{
 		Run:               "20251121-100000",
 		StartedAt:         time.Date(2025, 11, 21, 10, 0, 0, 0, time.UTC),
@@ -279,7 +278,7 @@ func TestMarkdownReport(t *testing.T) {
 		"| direct/mutate | direct | /mutate-nvidia-com-v1alpha1-dynamographdeployment | 100 |")
 
 	targets := section(t, md, "## Highest rate under the p99 target", "## Failed requests")
-	assert.Regexp(t, regexp.MustCompile(`\| direct/validate \| 1\.00 \| \d+ req/s \|`), targets)
+	assert.Regexp(t, `\| direct/validate \| 1\.00 \| \d+ req/s \|`, targets)
 	assert.Contains(t, targets, "| apiserver/dynamographdeployments | 0.001 | none: the lowest rate already missed it |")
 
 	failed := section(t, md, "## Failed requests", "## Admission overhead")
@@ -326,8 +325,8 @@ func TestMarkdownOverheadTargetSettingsAndServerHistograms(t *testing.T) {
 	assert.Contains(t, lines, "| Load average (1 min) | 4.35 at the start, 11.04 at the end, on 2 cores |")
 	overhead := section(t, md, "## Admission overhead through the API server", "## Server-side latency")
 	assert.Contains(t, overhead, "Target: +p99 ≤ 2.00 ms.")
-	assert.Regexp(t, regexp.MustCompile(`\| apiserver/dynamographdeployments \| apiserver/configmaps \| 50 \| [^|]+ \| [^|]+ \| \+1\.50 \| ✅ met \|`), overhead)
-	assert.Regexp(t, regexp.MustCompile(`\| apiserver/dynamographdeployments \| apiserver/configmaps \| 100 \| [^|]+ \| [^|]+ \| \+2\.50 \| ❌ missed by 0\.500 ms \|`), overhead)
+	assert.Regexp(t, `\| apiserver/dynamographdeployments \| apiserver/configmaps \| 50 \| [^|]+ \| [^|]+ \| \+1\.50 \| ✅ met \|`, overhead)
+	assert.Regexp(t, `\| apiserver/dynamographdeployments \| apiserver/configmaps \| 100 \| [^|]+ \| [^|]+ \| \+2\.50 \| ❌ missed by 0\.500 ms \|`, overhead)
 
 	server := section(t, md, "## Server-side latency (Prometheus histograms)", "## Plots")
 	assert.Contains(t, server, "| apiserver/dynamographdeployments | 100 | apiserver | apiserver_admission_webhook_admission_duration_seconds | name=vdynamographdeployment.nvidia.com,type=validating | 200 | 0.840 | 2.50 | 4.50 | 4.95 |")
@@ -362,7 +361,7 @@ func TestMarkdownComparison(t *testing.T) {
 	assert.Contains(t, cmp, "**FAIL** — 1 regressed, 1 missing, 16 pass. Tolerances: p99 may grow by 100% when the increase exceeds 0.500 ms; p50 may grow by 50% when the increase exceeds 0.500 ms; a shift counts when a rank test over the windows gives p < 0.05; success ratio may drop by 0.1 points.")
 	assert.Contains(t, cmp, "- Baseline: run 20251121-100000, revision `6f60e50a1b2c3d4e5f60718293a4b5c6d7e8f901`")
 	assert.NotContains(t, cmp, "different machines")
-	assert.Regexp(t, regexp.MustCompile(`\| ❌ regressed \| direct/validate \| 1000 \| [0-9.]+ \| [0-9.]+ \| — \| \+5\.00 \(\+\d+%\) \| 100\.00% \| 100\.00% \| p99 .* exceeds \+100% and the 0\.500 ms noise floor \|`), cmp)
+	assert.Regexp(t, `\| ❌ regressed \| direct/validate \| 1000 \| [0-9.]+ \| [0-9.]+ \| — \| \+5\.00 \(\+\d+%\) \| 100\.00% \| 100\.00% \| p99 .* exceeds \+100% and the 0\.500 ms noise floor \|`, cmp)
 	assert.Contains(t, cmp, "| ❌ missing | apiserver/configmaps | 400 | ")
 	assert.Contains(t, cmp, " | — | — | — | ")
 	assert.Contains(t, cmp, "| ✅ pass | apiserver/dynamographdeployments | 50 | 6.85 | 6.85 | ×1.00 | ", "steps with a control show the machine factor")
@@ -397,7 +396,7 @@ func TestWriteFiles(t *testing.T) {
 	assert.Contains(t, string(md), "![Latency percentiles vs. request rate](latency-vs-rate.svg)")
 	assert.Contains(t, string(md), "![Latency distribution per rate](latency-distribution.svg)")
 	for _, p := range paths[1:] {
-		data, err := os.ReadFile(p)
+		data, err := os.ReadFile(p) //nolint:gosec // G304: a file WriteFiles wrote under the test's t.TempDir()
 		require.NoError(t, err)
 		parseSVG(t, data)
 	}
@@ -405,8 +404,8 @@ func TestWriteFiles(t *testing.T) {
 
 func TestAxes(t *testing.T) {
 	a := linearAxis("ms", 0, 0.87, 240, 22)
-	assert.Equal(t, 0.0, a.min)
-	assert.Equal(t, 1.0, a.max)
+	assert.InDelta(t, 0.0, a.min, 1e-12)
+	assert.InDelta(t, 1.0, a.max, 1e-12)
 	var linear []string
 	for _, tk := range a.ticks {
 		linear = append(linear, tk.label)
@@ -414,8 +413,8 @@ func TestAxes(t *testing.T) {
 	assert.Equal(t, []string{"0", "0.2", "0.4", "0.6", "0.8", "1"}, linear, "1-2-5 steps, no float noise in labels")
 
 	l := logAxis("ms", 0.23, 41, 240, 22)
-	assert.Equal(t, 0.2, l.min)
-	assert.Equal(t, 50.0, l.max)
+	assert.InDelta(t, 0.2, l.min, 1e-12)
+	assert.InDelta(t, 50.0, l.max, 1e-12)
 	var labels []string
 	for _, tk := range l.ticks {
 		labels = append(labels, tk.label)

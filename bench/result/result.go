@@ -324,11 +324,11 @@ func Write(path string, r Result) error {
 	if err := Encode(&b, r); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(tmp, b.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -339,11 +339,11 @@ func Write(path string, r Result) error {
 
 // Read reads and validates a result file.
 func Read(path string) (Result, error) {
-	f, err := os.Open(path)
+	f, err := os.Open(path) //nolint:gosec // G304: reading the result file the caller names is the point
 	if err != nil {
 		return Result{}, fmt.Errorf("reading benchmark result: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	r, err := Decode(f)
 	if err != nil {
 		return Result{}, fmt.Errorf("reading benchmark result %s: %w", path, err)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +61,7 @@ func TestFromMetrics(t *testing.T) {
 	first, last := s.Percentiles[0], s.Percentiles[len(s.Percentiles)-1]
 	assert.Equal(t, Percentile{Quantile: 0, Ms: s.MinMs}, first)
 	assert.Equal(t, Percentile{Quantile: 1, Ms: s.MaxMs}, last)
-	assert.Equal(t, 0.999, s.Percentiles[len(s.Percentiles)-2].Quantile)
+	assert.InDelta(t, 0.999, s.Percentiles[len(s.Percentiles)-2].Quantile, 1e-9)
 	for i := 1; i < len(s.Percentiles); i++ {
 		assert.GreaterOrEqual(t, s.Percentiles[i].Quantile, s.Percentiles[i-1].Quantile)
 		assert.GreaterOrEqualf(t, s.Percentiles[i].Ms, s.Percentiles[i-1].Ms, "curve decreases at q=%v", s.Percentiles[i].Quantile)
@@ -75,9 +74,9 @@ func TestFromMetricsHistogram(t *testing.T) {
 	s := FromMetrics(StepSpec{Name: "x", Mode: Direct, Rate: 1000}, syntheticMetrics(buckets))
 
 	require.Len(t, s.Histogram, 4)
-	assert.Equal(t, 0.0, s.Histogram[0].FromMs)
+	assert.InDelta(t, 0.0, s.Histogram[0].FromMs, 1e-9)
 	require.NotNil(t, s.Histogram[0].ToMs)
-	assert.Equal(t, 0.25, *s.Histogram[0].ToMs)
+	assert.InDelta(t, 0.25, *s.Histogram[0].ToMs, 1e-9)
 	assert.Nil(t, s.Histogram[3].ToMs, "last bucket is open-ended")
 	var total uint64
 	for _, b := range s.Histogram {
@@ -96,7 +95,7 @@ func TestFromMetricsCapsErrors(t *testing.T) {
 	}
 	s := FromMetrics(StepSpec{Name: "x", Mode: Direct, Rate: 1}, m)
 	assert.Len(t, s.Errors, MaxErrors)
-	assert.Equal(t, 0.0, s.SuccessRatio)
+	assert.InDelta(t, 0.0, s.SuccessRatio, 1e-9)
 }
 
 func TestFromMetricsWithoutRequests(t *testing.T) {
@@ -130,7 +129,7 @@ func TestResultFileRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, in, out)
 
-	raw, err := os.ReadFile(path)
+	raw, err := os.ReadFile(path) //nolint:gosec // G304: the file Write just wrote under t.TempDir()
 	require.NoError(t, err)
 	for _, key := range []string{`"p99Ms": 7.5`, `"successRatio": 1`, `"name": "apiserver/dgd"`, `"cpuModel": "AMD EPYC"`, `"gitRevision"`, `"kubernetesVersion": "v1.37.0"`,
 		`"invalidRatio": "0.2"`, `"serverHistograms"`, `"source": "apiserver"`} {
@@ -144,11 +143,11 @@ func TestValidateRejectsAmbiguousSteps(t *testing.T) {
 		{StepSpec: StepSpec{Name: "direct/validate", Mode: Direct, Rate: 100}},
 		{StepSpec: StepSpec{Name: "direct/validate", Mode: Direct, Rate: 100}},
 	}}
-	assert.EqualError(t, r.Validate(), "result r: step direct/validate@100 appears twice")
+	require.EqualError(t, r.Validate(), "result r: step direct/validate@100 appears twice")
 
 	r.Steps[1].Mode = "udp"
 	r.Steps[1].Rate = 200
-	assert.EqualError(t, r.Validate(), `result r: step direct/validate@200 has mode "udp", want direct or apiserver`)
+	require.EqualError(t, r.Validate(), `result r: step direct/validate@200 has mode "udp", want direct or apiserver`)
 
 	_, err := Decode(strings.NewReader(`{"run":"r","steps":[{"name":"x","mode":"direct","rate":0}]}`))
 	assert.EqualError(t, err, "result r: step x has rate 0, want > 0")
@@ -173,7 +172,7 @@ func TestLaddersAndMaxRateUnder(t *testing.T) {
 
 	rate, ok := ls[0].MaxRateUnder(1.0)
 	assert.True(t, ok)
-	assert.Equal(t, 1000.0, rate)
+	assert.InDelta(t, 1000.0, rate, 1e-9)
 
 	_, ok = ls[0].MaxRateUnder(0.1)
 	assert.False(t, ok)
@@ -181,7 +180,7 @@ func TestLaddersAndMaxRateUnder(t *testing.T) {
 	// A failing request disqualifies the step and every rate above it.
 	ls[0].Steps[1].SuccessRatio = 0.999
 	rate, _ = ls[0].MaxRateUnder(10)
-	assert.Equal(t, 100.0, rate)
+	assert.InDelta(t, 100.0, rate, 1e-9)
 }
 
 func TestOverheads(t *testing.T) {
@@ -195,7 +194,7 @@ func TestOverheads(t *testing.T) {
 	got := run("r", dgd, ctl, lone).Overheads(APIServer)
 	require.Len(t, got, 1)
 	assert.Equal(t, "apiserver/dgd", got[0].Name)
-	assert.Equal(t, 200.0, got[0].Rate)
+	assert.InDelta(t, 200.0, got[0].Rate, 1e-9)
 	assert.InDelta(t, 1.0, got[0].P50Ms, 1e-12)
 	assert.InDelta(t, 1.5, got[0].P90Ms, 1e-12)
 	assert.InDelta(t, 1.5, got[0].P99Ms, 1e-12)
@@ -208,13 +207,13 @@ func TestParseCPUModel(t *testing.T) {
 	arm := "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\nCPU part\t: 0xd0c\n"
 	assert.Equal(t, "implementer 0x41 part 0xd0c", parseCPUModel(strings.NewReader(arm)))
 
-	assert.Equal(t, "", parseCPUModel(strings.NewReader("")))
+	assert.Empty(t, parseCPUModel(strings.NewReader("")))
 }
 
 func TestParseLoadAverage(t *testing.T) {
 	v, ok := parseLoadAverage("4.35 3.13 3.85 3/812 27045\n")
 	assert.True(t, ok)
-	assert.Equal(t, 4.35, v)
+	assert.InDelta(t, 4.35, v, 1e-9)
 	_, ok = parseLoadAverage("")
 	assert.False(t, ok)
 }
@@ -244,25 +243,25 @@ func TestGitRevision(t *testing.T) {
 	dir := t.TempDir()
 	gitRun := func(args ...string) {
 		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...) //nolint:gosec // G204: git in the test's scratch repository
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, string(out))
 	}
 	gitRun("init", "-q")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("a"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("a"), 0o600))
 	gitRun("add", "f")
 	gitRun("commit", "-q", "-m", "first")
 
 	rev, err := GitRevision(context.Background(), dir)
 	require.NoError(t, err)
-	assert.Regexp(t, regexp.MustCompile(`^[0-9a-f]{40}$`), rev)
+	assert.Regexp(t, `^[0-9a-f]{40}$`, rev)
 
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "untracked"), []byte("x"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "untracked"), []byte("x"), 0o600))
 	rev2, err := GitRevision(context.Background(), dir)
 	require.NoError(t, err)
 	assert.Equal(t, rev, rev2, "untracked files do not make the tree dirty")
 
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("b"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("b"), 0o600))
 	rev3, err := GitRevision(context.Background(), dir)
 	require.NoError(t, err)
 	assert.Equal(t, rev+"-dirty", rev3)

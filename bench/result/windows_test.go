@@ -26,9 +26,9 @@ func TestWindowRecorderCutsAnAttackIntoEqualSlices(t *testing.T) {
 	w := rec.Windows()
 	if assert.Len(t, w, 4) {
 		assert.Equal(t, Window{StartSeconds: 0, Requests: 100, P50Ms: 0.5, P99Ms: 0.99}, w[0])
-		assert.Equal(t, 800.0, w[2].P99Ms, "the 99th of 100 requests is the first stalled one")
+		assert.InDelta(t, 800.0, w[2].P99Ms, 1e-9, "the 99th of 100 requests is the first stalled one")
 		assert.Equal(t, 101, w[3].Requests)
-		assert.Equal(t, 3.0, w[3].StartSeconds)
+		assert.InDelta(t, 3.0, w[3].StartSeconds, 1e-9)
 	}
 	s := Step{P99Ms: 800, Windows: w}
 	assert.InDelta(t, 0.995, median(s.WindowP99s()), 1e-12, "the stall stays in its window: the median of 0.99, 0.99, 800 and 1 ms")

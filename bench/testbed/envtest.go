@@ -221,12 +221,12 @@ func objectName(o *unstructured.Unstructured) string {
 func operatorArgs(d *unstructured.Unstructured) ([]string, error) {
 	containers, _, err := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	if err != nil || len(containers) == 0 {
-		return nil, fmt.Errorf("Deployment %s: no containers (%v)", objectName(d), err)
+		return nil, fmt.Errorf("no containers in Deployment %s (%v)", objectName(d), err)
 	}
 	c, _ := containers[0].(map[string]any)
 	args, _, err := unstructured.NestedStringSlice(c, "args")
 	if err != nil {
-		return nil, fmt.Errorf("Deployment %s: container args: %w", objectName(d), err)
+		return nil, fmt.Errorf("container args of Deployment %s: %w", objectName(d), err)
 	}
 	return args, nil
 }
@@ -234,7 +234,7 @@ func operatorArgs(d *unstructured.Unstructured) ([]string, error) {
 func setServicePort(svc *unstructured.Unstructured, port int) error {
 	ports, _, err := unstructured.NestedSlice(svc.Object, "spec", "ports")
 	if err != nil || len(ports) != 1 {
-		return fmt.Errorf("Service %s: want exactly one port, got %d (%v)", objectName(svc), len(ports), err)
+		return fmt.Errorf("want exactly one port in Service %s, got %d (%v)", objectName(svc), len(ports), err)
 	}
 	p := ports[0].(map[string]any)
 	p["port"], p["targetPort"] = int64(port), int64(port)
@@ -280,19 +280,19 @@ func withFlags(args []string, flags map[string]string) []string {
 // downward API would give it; stop sends SIGTERM, as the kubelet does, and
 // waits for a clean exit.
 func startOperator(binary string, args []string, logPath string) (func(context.Context) error, error) {
-	logFile, err := os.Create(logPath)
+	logFile, err := os.Create(logPath) //nolint:gosec // G304: the log path in the test bed's own directory
 	if err != nil {
 		return nil, fmt.Errorf("creating operator log %s: %w", logPath, err)
 	}
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(binary, args...) //nolint:gosec // G204: the operator binary just built, with the chart's args
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+install.DefaultNamespace, "POD_NAME=dynamo-operator-bench")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
-		logFile.Close()
+		_ = logFile.Close() // the start error is the one to report
 		return nil, fmt.Errorf("starting %s: %w", binary, err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); logFile.Close() }()
+	go func() { done <- cmd.Wait(); _ = logFile.Close() }() // the log is only read back, by tailFile
 	return func(context.Context) error {
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 			return fmt.Errorf("stopping operator (pid %d): %w", cmd.Process.Pid, err)
@@ -322,7 +322,7 @@ func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
-			l.Close()
+			_ = l.Close() // releasing the port is all that matters
 		}
 	}()
 	for range n {
@@ -337,7 +337,7 @@ func freePorts(n int) ([]int, error) {
 }
 
 func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(path) //nolint:gosec // G304: the operator log startOperator wrote
 	if err != nil {
 		return "(" + err.Error() + ")"
 	}

@@ -169,7 +169,7 @@ func (t *Testbed) finish(ctx context.Context, logf func(string, ...any)) error {
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
-		return fmt.Errorf("Secret %s/%s: ca.crt holds no PEM certificate", r.Namespace, r.SecretName())
+		return fmt.Errorf("ca.crt of Secret %s/%s holds no PEM certificate", r.Namespace, r.SecretName())
 	}
 	t.WebhookTLS = &tls.Config{
 		RootCAs:    pool,
@@ -208,11 +208,12 @@ func waitRouting(ctx context.Context, dyn dynamic.Interface, webhookNS, controlN
 	})
 }
 
-// logfTo prints progress lines to w (nothing when w is nil).
+// logfTo prints progress lines to w (nothing when w is nil), best effort: a failed write to the
+// terminal must not fail the test bed.
 func logfTo(w io.Writer) func(string, ...any) {
 	return func(format string, args ...any) {
 		if w != nil {
-			fmt.Fprintf(w, "• "+strings.TrimSuffix(format, "\n")+"\n", args...)
+			_, _ = fmt.Fprintf(w, "• "+strings.TrimSuffix(format, "\n")+"\n", args...)
 		}
 	}
 }

@@ -54,5 +54,5 @@ func TestPortsOfTheRenderedWebhookObjectsFollowTheOperator(t *testing.T) {
 
 	twoPorts := &unstructured.Unstructured{Object: map[string]any{"kind": "Service", "metadata": map[string]any{"name": "s"},
 		"spec": map[string]any{"ports": []any{map[string]any{"port": int64(1)}, map[string]any{"port": int64(2)}}}}}
-	assert.ErrorContains(t, setServicePort(twoPorts, 1), "Service s: want exactly one port, got 2")
+	assert.ErrorContains(t, setServicePort(twoPorts, 1), "want exactly one port in Service s, got 2")
 }

@@ -220,7 +220,7 @@ func runCommand(ctx context.Context, args []string) error {
 		}
 	}
 	dir := filepath.Join(*out, *run)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("creating run directory %s: %w", dir, err)
 	}
 	cfg.Progress = os.Stderr

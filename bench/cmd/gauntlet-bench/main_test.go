@@ -43,10 +43,10 @@ func TestCompareCommandFailsOnRegressionOnly(t *testing.T) {
 	}
 	base, rerun, slow := write("base", 2), write("rerun", 2.3), write("slow", 7)
 
-	assert.NoError(t, compareCommand([]string{"--base", base, "--current", rerun}))
+	require.NoError(t, compareCommand([]string{"--base", base, "--current", rerun}))
 	md := filepath.Join(dir, "cmp.md")
-	assert.ErrorIs(t, compareCommand([]string{"--base", base, "--current", slow, "--markdown", md}), errRegressed)
-	b, err := os.ReadFile(md)
+	require.ErrorIs(t, compareCommand([]string{"--base", base, "--current", slow, "--markdown", md}), errRegressed)
+	b, err := os.ReadFile(md) //nolint:gosec // G304: a file under the test's t.TempDir()
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "**FAIL**")
 	assert.NoError(t, compareCommand([]string{"--base", base, "--current", slow, "--p99-ratio", "3"}), "a looser stated tolerance passes it")
@@ -55,6 +55,6 @@ func TestCompareCommandFailsOnRegressionOnly(t *testing.T) {
 		"nothing selected, nothing regressed")
 
 	var ue usageError
-	assert.ErrorAs(t, compareCommand([]string{"--base", base}), &ue)
+	require.ErrorAs(t, compareCommand([]string{"--base", base}), &ue)
 	assert.ErrorAs(t, compareCommand([]string{"--base", base, "--current", slow, "--match", "("}), &ue)
 }
