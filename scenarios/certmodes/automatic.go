@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
@@ -112,7 +113,7 @@ func keys[V any](m map[string]V) []string {
 // certificate instead of generating a new one.
 func restartKeepsCertificate() types.Feature {
 	var before install.SecretCertificates
-	var pods map[string]string
+	var pods map[k8stypes.UID]bool
 	return features.New("operator restart with a valid Secret keeps the certificate").
 		WithLabel(suite.LabelScenario, "C2").
 		WithLabel(suite.LabelCertMode, string(install.Automatic)).
@@ -148,7 +149,7 @@ func restartKeepsCertificate() types.Feature {
 // operator; it generates a new certificate, updates every caBundle, and admission works again.
 func deletedSecretRegenerated() types.Feature {
 	var before install.SecretCertificates
-	var pods map[string]string
+	var pods map[k8stypes.UID]bool
 	var after install.SecretCertificates
 	return features.New("deleted Secret plus rollout restart regenerates the certificate").
 		WithLabel(suite.LabelScenario, "C3").

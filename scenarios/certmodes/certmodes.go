@@ -8,10 +8,10 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
@@ -102,35 +102,18 @@ func expectCABundlesHold(ctx context.Context, t *testing.T, c *suite.Cluster, r 
 }
 
 // operatorPodUIDs lists the UIDs of the release's operator pods.
-func operatorPodUIDs(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release) map[string]string {
+func operatorPodUIDs(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release) map[k8stypes.UID]bool {
 	t.Helper()
-	pods, err := install.OperatorPods(ctx, c.Kube(), r)
+	uids, err := install.OperatorPodUIDs(ctx, c.Kube(), r)
 	expect.NoError(t, err, "listing the operator pods")
-	out := map[string]string{}
-	for _, p := range pods {
-		out[string(p.UID)] = p.Name
-	}
-	return out
+	return uids
 }
 
 // restartOperator does `kubectl rollout restart` and waits until no pod of before is left and
 // the Deployment is Available again.
-func restartOperator(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, before map[string]string) {
+func restartOperator(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, before map[k8stypes.UID]bool) {
 	t.Helper()
 	expect.NoError(t, install.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()), "rollout restart")
-	expect.Eventually(ctx, t, "the restarted Deployment "+r.DeploymentName()+" to replace its pods", rolloutTimeout, func(ctx context.Context) (bool, string, error) {
-		pods, err := install.OperatorPods(ctx, c.Kube(), r)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		var old, states []string
-		for _, p := range pods {
-			states = append(states, install.PodState(&p))
-			if _, ok := before[string(p.UID)]; ok {
-				old = append(old, p.Name)
-			}
-		}
-		return len(old) == 0, fmt.Sprintf("old pods left: %v; pods: %s", old, strings.Join(states, "; ")), nil
-	})
+	expect.Eventually(ctx, t, "the restarted Deployment "+r.DeploymentName()+" to replace its pods", rolloutTimeout, install.PodsReplaced(c.Kube(), r, before))
 	expect.NoError(t, install.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout), "waiting for the restarted operator")
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	certutil "k8s.io/client-go/util/cert"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -292,6 +293,39 @@ func WaitOldPodsGone(ctx context.Context, kube kubernetes.Interface, r *Release,
 		}
 		return len(terminating) == 0, fmt.Sprintf("terminating pods left: %v; pods: %s", terminating, strings.Join(states, "; ")), nil
 	})
+}
+
+// OperatorPodUIDs lists the UIDs of the release's operator pods: what a restart must replace
+// (PodsReplaced).
+func OperatorPodUIDs(ctx context.Context, kube kubernetes.Interface, r *Release) (map[types.UID]bool, error) {
+	pods, err := OperatorPods(ctx, kube, r)
+	if err != nil {
+		return nil, err
+	}
+	out := map[types.UID]bool{}
+	for _, p := range pods {
+		out[p.UID] = true
+	}
+	return out, nil
+}
+
+// PodsReplaced holds once a rollout replaced the operator pods whose UIDs are in before: none
+// of the release's pods is one of them. It reports the old pods left and every pod's state.
+func PodsReplaced(kube kubernetes.Interface, r *Release, before map[types.UID]bool) poll.Condition {
+	return func(ctx context.Context) (bool, string, error) {
+		pods, err := OperatorPods(ctx, kube, r)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		var old, states []string
+		for _, p := range pods {
+			states = append(states, PodState(&p))
+			if before[p.UID] {
+				old = append(old, p.Name)
+			}
+		}
+		return len(old) == 0, fmt.Sprintf("old pods left: %v; pods: %s", old, strings.Join(states, "; ")), nil
+	}
 }
 
 // RolloutRestart does what `kubectl rollout restart` does: it stamps the pod template with

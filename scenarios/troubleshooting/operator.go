@@ -102,45 +102,18 @@ func operatorSelector(r *install.Release) string {
 	return "app.kubernetes.io/name=" + install.OperatorAppLabel + ",app.kubernetes.io/instance=" + r.Name
 }
 
-// operatorPodUIDs lists the UIDs of the release's current operator pods.
-func operatorPodUIDs(ctx context.Context, c *suite.Cluster, r *install.Release) (map[string]bool, error) {
-	pods, err := install.OperatorPods(ctx, c.Kube(), r)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for _, p := range pods {
-		out[string(p.UID)] = true
-	}
-	return out, nil
-}
-
 // rolloutRestart does `kubectl rollout restart` and `kubectl rollout status`: it waits until
 // no pod of before is left and the Deployment is Available again.
 func rolloutRestart(ctx context.Context, c *suite.Cluster, r *install.Release) error {
-	before, err := operatorPodUIDs(ctx, c, r)
+	before, err := install.OperatorPodUIDs(ctx, c.Kube(), r)
 	if err != nil {
 		return err
 	}
 	if err := install.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()); err != nil {
 		return err
 	}
-	err = poll.Until(ctx, "the restarted Deployment "+r.Namespace+"/"+r.DeploymentName()+" to replace its pods", rolloutTimeout,
-		func(ctx context.Context) (bool, string, error) {
-			pods, err := install.OperatorPods(ctx, c.Kube(), r)
-			if err != nil {
-				return false, err.Error(), nil
-			}
-			var old, states []string
-			for _, p := range pods {
-				states = append(states, install.PodState(&p))
-				if before[string(p.UID)] {
-					old = append(old, p.Name)
-				}
-			}
-			return len(old) == 0, fmt.Sprintf("old pods left: %v; pods: %s", old, strings.Join(states, "; ")), nil
-		})
-	if err != nil {
+	what := "the restarted Deployment " + r.Namespace + "/" + r.DeploymentName() + " to replace its pods"
+	if err := poll.Until(ctx, what, rolloutTimeout, install.PodsReplaced(c.Kube(), r, before)); err != nil {
 		return err
 	}
 	return install.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout)

@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
@@ -73,7 +74,7 @@ func canCreateSecrets(ctx context.Context, c *suite.Cluster, ns, sa string) (boo
 func missingRBAC() e2etypes.Feature {
 	var ns, sa string
 	var oldCA []byte
-	var oldPods map[string]bool
+	var oldPods map[types.UID]bool
 	return features.New("cert-controller RBAC missing: no Secret, no caBundle, a logged error until RBAC is restored").
 		WithLabel(suite.LabelScenario, "T10").
 		WithLabel(suite.LabelCertMode, string(install.Automatic)).
@@ -100,7 +101,7 @@ func missingRBAC() e2etypes.Feature {
 				})
 			oldCA, err = secretCA(ctx, c, r)
 			expect.NoError(t, err, "reading the serving CA")
-			oldPods, err = operatorPodUIDs(ctx, c, r)
+			oldPods, err = install.OperatorPodUIDs(ctx, c.Kube(), r)
 			expect.NoError(t, err, "listing the operator pods")
 			expect.NoError(t, c.Kube().CoreV1().Secrets(r.Namespace).Delete(ctx, r.SecretName(), metav1.DeleteOptions{}),
 				"deleting Secret %s/%s", r.Namespace, r.SecretName())
@@ -125,7 +126,7 @@ func missingRBAC() e2etypes.Feature {
 				var states []string
 				for _, p := range pods {
 					states = append(states, install.PodState(&p))
-					if oldPods[string(p.UID)] {
+					if oldPods[p.UID] {
 						continue
 					}
 					for _, e := range logs[p.Name] {
