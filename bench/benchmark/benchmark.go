@@ -203,24 +203,16 @@ func Measure(ctx context.Context, tb *testbed.Testbed, cfg Config) ([]result.Ste
 		if err != nil {
 			return nil, err
 		}
-		saturated := false
-		for _, rate := range cfg.DirectRates {
-			for _, w := range direct {
-				var profile func() error
-				if w.Spec.Name == DirectValidate && rate == cfg.ProfileRate && tb.OperatorPprofURL != "" {
-					profile = startProfile(ctx, http.DefaultClient, tb.OperatorPprofURL, cfg.Warmup+cfg.Duration,
-						filepath.Join(cfg.ProfileDir, fmt.Sprintf("operator-cpu-%g.pprof", rate)), progress)
-				}
-				s, err := runStep(ctx, w, rate, opts, progress, profile)
-				if err != nil {
-					return steps, err
-				}
-				steps = append(steps, s)
-				saturated = cfg.saturated(s, progress) || saturated
+		ladder, err := climb(ctx, cfg, cfg.DirectRates, direct, opts, progress, func(w load.Workload, rate float64) func() error {
+			if w.Spec.Name != DirectValidate || rate != cfg.ProfileRate || tb.OperatorPprofURL == "" {
+				return nil
 			}
-			if saturated {
-				break
-			}
+			return startProfile(ctx, http.DefaultClient, tb.OperatorPprofURL, cfg.Warmup+cfg.Duration,
+				filepath.Join(cfg.ProfileDir, fmt.Sprintf("operator-cpu-%g.pprof", rate)), progress)
+		})
+		steps = append(steps, ladder...)
+		if err != nil {
+			return steps, err
 		}
 	}
 
@@ -239,24 +231,39 @@ func Measure(ctx context.Context, tb *testbed.Testbed, cfg Config) ([]result.Ste
 		}
 		// The control step still runs at the rate the webhook step saturated,
 		// so that rate's overhead is on record.
+		ladder, err := climb(ctx, cfg, cfg.APIServerRates, pair, opts, progress, func(w load.Workload, rate float64) func() error {
+			if w.Spec.Name != APIServerDGD || rate != cfg.APIServerProfileRate {
+				return nil
+			}
+			return startProfile(ctx, pprofClient, strings.TrimSuffix(base.String(), "/")+"/debug/pprof/", cfg.Warmup+cfg.Duration,
+				filepath.Join(cfg.ProfileDir, fmt.Sprintf("apiserver-cpu-%g.pprof", rate)), progress)
+		})
+		steps = append(steps, ladder...)
+		if err != nil {
+			return steps, err
+		}
+	}
+	return steps, nil
+}
+
+// climb runs the workloads one after the other at each rate in turn, and stops after the rate
+// at which one of them saturated. profile, called before each step, may start that step's CPU
+// profile and return what waits for it (nil: no profile).
+func climb(ctx context.Context, cfg Config, rates []float64, workloads []load.Workload, opts load.StepOptions, progress load.Progress,
+	profile func(w load.Workload, rate float64) func() error) ([]result.Step, error) {
+	var steps []result.Step
+	for _, rate := range rates {
 		saturated := false
-		for _, rate := range cfg.APIServerRates {
-			for _, w := range pair {
-				var profile func() error
-				if w.Spec.Name == APIServerDGD && rate == cfg.APIServerProfileRate {
-					profile = startProfile(ctx, pprofClient, strings.TrimSuffix(base.String(), "/")+"/debug/pprof/", cfg.Warmup+cfg.Duration,
-						filepath.Join(cfg.ProfileDir, fmt.Sprintf("apiserver-cpu-%g.pprof", rate)), progress)
-				}
-				s, err := runStep(ctx, w, rate, opts, progress, profile)
-				if err != nil {
-					return steps, err
-				}
-				steps = append(steps, s)
-				saturated = cfg.saturated(s, progress) || saturated
+		for _, w := range workloads {
+			s, err := runStep(ctx, w, rate, opts, progress, profile(w, rate))
+			if err != nil {
+				return steps, err
 			}
-			if saturated {
-				break
-			}
+			steps = append(steps, s)
+			saturated = cfg.saturated(s, progress) || saturated
+		}
+		if saturated {
+			break
 		}
 	}
 	return steps, nil
