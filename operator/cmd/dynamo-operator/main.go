@@ -9,18 +9,20 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gauntlet-dev/gauntlet/operator/internal/certs"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/controller"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/logging"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/namespacescope"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/scheme"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/version"
@@ -37,7 +39,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dynamo-operator:", err)
 		os.Exit(2)
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
+	installLogger(opts, os.Stderr)
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		setupLog.Error(err, "loading kubeconfig")
@@ -47,6 +49,13 @@ func main() {
 		setupLog.Error(err, "operator exiting")
 		os.Exit(1)
 	}
+}
+
+// installLogger makes the operator's logger (JSON lines on w, configured by the --zap-* flags)
+// the one log stream of the process: controller-runtime, klog and net/http's error logs
+// included.
+func installLogger(opts options, w io.Writer) {
+	logging.Install(logging.New(opts.zap, w))
 }
 
 // run starts the operator and returns when ctx ends or something fails. Every return path of a
@@ -148,31 +157,61 @@ func run(ctx context.Context, cfg *rest.Config, opts options) (err error) {
 	return nil
 }
 
-// managerOptions wires the webhook server (HTTP/2 off, TLS ≥ 1.2, certificates from the
-// certificate controller), metrics, probes and — for a restricted operator — a cache limited
+// managerOptions wires the webhook server (serverTLS, certificates from the certificate
+// controller), metrics (HTTPS with authentication and authorization unless
+// --metrics-secure=false), probes and — for a restricted operator — a cache limited
 // to its namespace.
 func managerOptions(opts options, certController *certs.Controller) ctrl.Options {
 	o := ctrl.Options{
 		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                metricsOptions(opts),
 		HealthProbeBindAddress: opts.probeAddr,
 		PprofBindAddress:       opts.pprofAddr,
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
 			Port:    opts.webhookPort,
 			CertDir: opts.certDir,
-			TLSOpts: []func(*tls.Config){
-				// HTTP/2 stays off: its rapid-reset and stream-cancellation CVEs make it a
-				// liability for an endpoint the API server calls on every admission.
-				func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} },
-				func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 },
-				certController.TLSConfig,
-			},
+			TLSOpts: []func(*tls.Config){serverTLS, certController.TLSConfig},
 		}),
 	}
 	if opts.restrictNamespace != "" {
 		o.Cache = namespacescope.CacheOptions(opts.restrictNamespace)
 	}
 	return o
+}
+
+// tls12CipherSuites are the TLS 1.2 suites the servers accept: ECDHE key exchange with an AEAD
+// cipher, no CBC/SHA-1 and no static-RSA key exchange. TLS 1.3's suites are not configurable
+// (all AEAD) and stay as Go has them.
+var tls12CipherSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
+// serverTLS is the TLS policy of the webhook and metrics servers: TLS ≥ 1.2 with
+// tls12CipherSuites, and HTTP/1.1 only — HTTP/2's rapid-reset and stream-cancellation CVEs make
+// it a liability for an endpoint the API server calls on every admission.
+func serverTLS(c *tls.Config) {
+	c.NextProtos = []string{"http/1.1"}
+	c.MinVersion = tls.VersionTLS12
+	c.CipherSuites = tls12CipherSuites
+}
+
+// metricsOptions serves /metrics on --metrics-bind-address: over HTTPS (a self-signed
+// certificate, serverTLS) to clients whose bearer token the API server authenticates
+// (TokenReview) and authorizes for GET on the non-resource URL /metrics
+// (SubjectAccessReview); with --metrics-secure=false over plain HTTP to anyone.
+func metricsOptions(opts options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: opts.metricsAddr}
+	if opts.metricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		m.TLSOpts = []func(*tls.Config){serverTLS}
+	}
+	return m
 }
 
 // certOptions maps the flags onto the certificate controller's options.

@@ -22,9 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
@@ -57,7 +55,7 @@ func TestOperatorServesWebhooksThroughTheAPIServer(t *testing.T) {
 	installWebhookPlumbing(ctx, t, c)
 
 	var logs testcluster.LogBuffer
-	ctrl.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(&logs, os.Stderr)), zap.UseDevMode(true)))
+	metricsAddr := freeAddr(t)
 	opts, err := parseOptions(flag.NewFlagSet("test", flag.ContinueOnError), []string{
 		"--operator-namespace=" + operatorNS,
 		"--webhook-service=" + webhookService,
@@ -66,11 +64,12 @@ func TestOperatorServesWebhooksThroughTheAPIServer(t *testing.T) {
 		"--conversion-crd=" + dgdrCRD,
 		"--webhook-port=" + strconv.Itoa(webhookPortTest),
 		"--webhook-cert-dir=" + t.TempDir(),
-		"--metrics-bind-address=0",
+		"--metrics-bind-address=" + metricsAddr,
 		"--health-probe-bind-address=127.0.0.1:0",
 		"--cert-check-interval=1s",
 	})
 	require.NoError(t, err)
+	installLogger(opts, io.MultiWriter(&logs, os.Stderr)) // as main does: JSON lines
 
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -163,6 +162,8 @@ func TestOperatorServesWebhooksThroughTheAPIServer(t *testing.T) {
 		assert.Equal(t, v1beta1.SearchStrategyRapid, beta.Spec.SearchStrategy)
 		assert.Equal(t, opts.defaultDGDRImage, beta.Spec.Image, "mutating webhook did not set the default image")
 	})
+
+	exposureChecks(ctx, t, env, metricsAddr, &logs)
 
 	t.Run("the documented log lines are written", func(t *testing.T) {
 		for _, line := range []string{"Registering validation webhooks", "Starting webhook server", "validate create"} {

@@ -16,9 +16,10 @@ import (
 
 // options are the operator's command-line settings; the Helm chart sets every one of them.
 type options struct {
-	metricsAddr string
-	probeAddr   string
-	pprofAddr   string
+	metricsAddr   string
+	metricsSecure bool
+	probeAddr     string
+	pprofAddr     string
 
 	webhookPort    int
 	certDir        string
@@ -47,7 +48,8 @@ type options struct {
 // parseOptions reads flags from args; environment variables supply the pod's identity.
 func parseOptions(fs *flag.FlagSet, args []string) (options, error) {
 	var o options
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS to clients with a bearer token the API server authenticates and authorizes for get on the non-resource URL /metrics; false serves plain HTTP to anyone.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address serving net/http/pprof (/debug/pprof/) for profiling under load; empty or \"0\" disables it.")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
