@@ -18,6 +18,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/gauntlet-dev/gauntlet/bench/result"
+	"github.com/gauntlet-dev/gauntlet/scenarios/report/reporttest"
 )
 
 // attack simulates one constant-rate attack of two seconds whose latencies
@@ -262,7 +263,7 @@ func TestMarkdownReport(t *testing.T) {
 	// Every step has a row with its own numbers.
 	for _, s := range r.Steps {
 		row := "| " + s.Name + " | " + string(s.Mode) + " | " + s.Target + " | " + formatNumber(s.Rate) + " | "
-		line := lineStartingWith(t, lines, row)
+		line := reporttest.LineStartingWith(t, lines, row)
 		for _, v := range []string{formatMs(s.P50Ms), formatMs(s.P99Ms), formatMs(s.MaxMs), formatRatio(s.SuccessRatio), strconv.FormatUint(s.Requests, 10)} {
 			assert.Contains(t, line, " "+v+" |", "row %q", row)
 		}
@@ -273,19 +274,19 @@ func TestMarkdownReport(t *testing.T) {
 		strconv.FormatFloat(s.AchievedRate, 'f', 1, 64)+" | "+strconv.FormatFloat(s.DurationSeconds, 'f', 1, 64)+" | 2000 | 100.00% | "+
 		strconv.FormatFloat(s.Throughput, 'f', 1, 64)+" | "+strings.Join([]string{formatMs(s.P50Ms), formatMs(s.P90Ms), formatMs(s.P95Ms), formatMs(s.P99Ms), formatMs(s.MaxMs)}, " | ")+" |")
 	// Ladders are grouped and ordered by rate.
-	assertInOrder(t, md, "| direct/validate | direct | /validate-nvidia-com-v1alpha1-dynamographdeployment | 100 |",
+	reporttest.InOrder(t, md, "| direct/validate | direct | /validate-nvidia-com-v1alpha1-dynamographdeployment | 100 |",
 		"| direct/validate | direct | /validate-nvidia-com-v1alpha1-dynamographdeployment | 2000 |",
 		"| direct/mutate | direct | /mutate-nvidia-com-v1alpha1-dynamographdeployment | 100 |")
 
-	targets := section(t, md, "## Highest rate under the p99 target", "## Failed requests")
+	targets := reporttest.Section(t, md, "## Highest rate under the p99 target", "## Failed requests")
 	assert.Regexp(t, `\| direct/validate \| 1\.00 \| \d+ req/s \|`, targets)
 	assert.Contains(t, targets, "| apiserver/dynamographdeployments | 0.001 | none: the lowest rate already missed it |")
 
-	failed := section(t, md, "## Failed requests", "## Admission overhead")
+	failed := reporttest.Section(t, md, "## Failed requests", "## Admission overhead")
 	assert.Contains(t, failed, "- **apiserver/dynamographdeployments @ 400 req/s**: 99.62% successful; status codes 0×3, 200×797")
 	assert.Contains(t, failed, "  - `Post \"https://127.0.0.1:9443/validate\": context deadline exceeded`")
 
-	overhead := section(t, md, "## Admission overhead through the API server", "## Plots")
+	overhead := reporttest.Section(t, md, "## Admission overhead through the API server", "## Plots")
 	for _, rate := range []string{"50", "100", "200", "400"} {
 		assert.Contains(t, overhead, "| apiserver/dynamographdeployments | apiserver/configmaps | "+rate+" | +")
 	}
@@ -323,12 +324,12 @@ func TestMarkdownOverheadTargetSettingsAndServerHistograms(t *testing.T) {
 
 	assert.Contains(t, lines, "| Settings | invalidRatio=0.2, warmup=2s |")
 	assert.Contains(t, lines, "| Load average (1 min) | 4.35 at the start, 11.04 at the end, on 2 cores |")
-	overhead := section(t, md, "## Admission overhead through the API server", "## Server-side latency")
+	overhead := reporttest.Section(t, md, "## Admission overhead through the API server", "## Server-side latency")
 	assert.Contains(t, overhead, "Target: +p99 ≤ 2.00 ms.")
 	assert.Regexp(t, `\| apiserver/dynamographdeployments \| apiserver/configmaps \| 50 \| [^|]+ \| [^|]+ \| \+1\.50 \| ✅ met \|`, overhead)
 	assert.Regexp(t, `\| apiserver/dynamographdeployments \| apiserver/configmaps \| 100 \| [^|]+ \| [^|]+ \| \+2\.50 \| ❌ missed by 0\.500 ms \|`, overhead)
 
-	server := section(t, md, "## Server-side latency (Prometheus histograms)", "## Plots")
+	server := reporttest.Section(t, md, "## Server-side latency (Prometheus histograms)", "## Plots")
 	assert.Contains(t, server, "| apiserver/dynamographdeployments | 100 | apiserver | apiserver_admission_webhook_admission_duration_seconds | name=vdynamographdeployment.nvidia.com,type=validating | 200 | 0.840 | 2.50 | 4.50 | 4.95 |")
 	assert.Contains(t, server, "| apiserver/dynamographdeployments | 100 | operator | dynamo_webhook_request_duration_seconds | webhook=validate-dynamographdeployment | 200 | 0.007 | 0.025 | 0.045 | 0.050 |")
 	assert.Equal(t, 2, strings.Count(server, "| apiserver/dynamographdeployments | 100 |"), "only steps with histograms get rows")
@@ -435,35 +436,4 @@ func count(xs []string, x string) int {
 		}
 	}
 	return n
-}
-
-func assertInOrder(t *testing.T, s string, parts ...string) {
-	t.Helper()
-	last := -1
-	for _, p := range parts {
-		i := strings.Index(s, p)
-		require.GreaterOrEqualf(t, i, 0, "%q not found", p)
-		assert.Greaterf(t, i, last, "%q is out of order", p)
-		last = i
-	}
-}
-
-func section(t *testing.T, s, from, to string) string {
-	t.Helper()
-	i := strings.Index(s, from)
-	require.GreaterOrEqualf(t, i, 0, "section %q not found", from)
-	j := strings.Index(s[i:], to)
-	require.GreaterOrEqualf(t, j, 0, "section end %q not found", to)
-	return s[i : i+j]
-}
-
-func lineStartingWith(t *testing.T, lines []string, prefix string) string {
-	t.Helper()
-	for _, l := range lines {
-		if strings.HasPrefix(l, prefix) {
-			return l
-		}
-	}
-	t.Fatalf("no line starts with %q", prefix)
-	return ""
 }

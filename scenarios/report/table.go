@@ -101,6 +101,17 @@ type notedScenario struct {
 	sc    Scenario
 }
 
+// writeSection writes heading and then each scenario with write, or nothing when there is none.
+func writeSection(b *bytes.Buffer, heading string, noted []notedScenario, write func(*bytes.Buffer, notedScenario)) {
+	if len(noted) == 0 {
+		return
+	}
+	b.WriteString(heading)
+	for _, n := range noted {
+		write(b, n)
+	}
+}
+
 func isFailed(s Scenario) bool { return s.Result == Failed }
 
 // hasNotes selects non-failed scenarios that reported details, such as
@@ -150,18 +161,8 @@ func RenderMarkdown(w io.Writer, suites []Summary) error {
 		b.WriteString("\n")
 	}
 
-	if failed := c.noted(isFailed); len(failed) > 0 {
-		b.WriteString("## Failures\n\n")
-		for _, n := range failed {
-			writeMarkdownScenario(&b, n)
-		}
-	}
-	if measured := c.noted(hasNotes); len(measured) > 0 {
-		b.WriteString("## Notes\n\n")
-		for _, n := range measured {
-			writeMarkdownScenario(&b, n)
-		}
-	}
+	writeSection(&b, "## Failures\n\n", c.noted(isFailed), writeMarkdownScenario)
+	writeSection(&b, "## Notes\n\n", c.noted(hasNotes), writeMarkdownScenario)
 	_, err := w.Write(b.Bytes())
 	return err
 }
@@ -287,18 +288,8 @@ func RenderText(w io.Writer, suites []Summary) error {
 		}
 	}
 
-	if failed := c.noted(isFailed); len(failed) > 0 {
-		b.WriteString("\nFAILURES\n")
-		for _, n := range failed {
-			writeTextScenario(&b, n)
-		}
-	}
-	if measured := c.noted(hasNotes); len(measured) > 0 {
-		b.WriteString("\nNOTES\n")
-		for _, n := range measured {
-			writeTextScenario(&b, n)
-		}
-	}
+	writeSection(&b, "\nFAILURES\n", c.noted(isFailed), writeTextScenario)
+	writeSection(&b, "\nNOTES\n", c.noted(hasNotes), writeTextScenario)
 	_, err := w.Write(b.Bytes())
 	return err
 }

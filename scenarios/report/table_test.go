@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/report/reporttest"
 )
 
 // twoSuites is autocert (everything passes, C8 reports a count) and
@@ -50,7 +52,7 @@ func TestRenderMarkdown(t *testing.T) {
 	assert.Contains(t, lines, "| A10 | Defaulting fills the image | ✅ passed 1.2s | ⏭️ skipped |")
 	assert.Contains(t, lines, "| C8 | Renewal under constant load | ✅ passed 42.0s | — |")
 
-	assertInOrder(t, md, "| A1 |", "| A2 |", "| A10 |", "| C8 |")
+	reporttest.InOrder(t, md, "| A1 |", "| A2 |", "| A10 |", "| C8 |")
 }
 
 func TestRenderMarkdownShowsFailureDetails(t *testing.T) {
@@ -58,7 +60,7 @@ func TestRenderMarkdownShowsFailureDetails(t *testing.T) {
 	require.NoError(t, RenderMarkdown(&b, twoSuites()))
 	md := b.String()
 
-	failures := section(t, md, "## Failures", "## Notes")
+	failures := reporttest.Section(t, md, "## Failures", "## Notes")
 	assert.Contains(t, failures, "### A2 · certmanager — Invalid DGD is denied")
 	assert.Contains(t, failures, "```text\nexpected the API server to deny the DGD with \"spec.services is required\", but it was admitted\n```")
 	assert.Contains(t, failures, "- `webhookCalls`: `0`")
@@ -90,19 +92,19 @@ func TestRenderText(t *testing.T) {
 	lines := strings.Split(out, "\n")
 
 	assert.Equal(t, "E2E RESULTS  7 scenarios: 5 passed, 1 failed, 1 skipped — 2 suites, 3m46s", lines[0])
-	suiteHeader := lineStartingWith(t, lines, "SUITE ")
-	total := lineStartingWith(t, lines, "TOTAL ")
+	suiteHeader := reporttest.LineStartingWith(t, lines, "SUITE ")
+	total := reporttest.LineStartingWith(t, lines, "TOTAL ")
 	assert.Equal(t, []string{"TOTAL", "5", "1", "1", "3m46s"}, strings.Fields(total))
 	assert.Equal(t, strings.Index(suiteHeader, "PASSED"), strings.Index(total, "5"))
-	header := lineStartingWith(t, lines, "ID ")
-	a2 := lineStartingWith(t, lines, "A2 ")
+	header := reporttest.LineStartingWith(t, lines, "ID ")
+	a2 := reporttest.LineStartingWith(t, lines, "A2 ")
 	// Columns line up: each suite's cell starts where its header starts.
 	assert.Equal(t, strings.Index(header, "CERTMANAGER"), strings.Index(a2, "FAILED 30.1s"))
 	assert.Equal(t, strings.Index(header, "AUTOCERT"), strings.Index(a2, "passed 0.8s"))
-	assert.Contains(t, lineStartingWith(t, lines, "C8 "), "passed 42.0s  -")
-	assertInOrder(t, out, "\nA1 ", "\nA2 ", "\nA10 ", "\nC8 ")
+	assert.Contains(t, reporttest.LineStartingWith(t, lines, "C8 "), "passed 42.0s  -")
+	reporttest.InOrder(t, out, "\nA1 ", "\nA2 ", "\nA10 ", "\nC8 ")
 
-	failures := section(t, out, "\nFAILURES\n", "\nNOTES\n")
+	failures := reporttest.Section(t, out, "\nFAILURES\n", "\nNOTES\n")
 	assert.Contains(t, failures, "  A2 [certmanager] Invalid DGD is denied\n"+
 		"      expected the API server to deny the DGD with \"spec.services is required\", but it was admitted\n"+
 		"      webhookCalls: 0\n")
@@ -121,37 +123,6 @@ func TestWriteMarkdownFile(t *testing.T) {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(data), "# End-to-end results\n"))
-}
-
-func assertInOrder(t *testing.T, s string, parts ...string) {
-	t.Helper()
-	last := -1
-	for _, p := range parts {
-		i := strings.Index(s, p)
-		require.GreaterOrEqualf(t, i, 0, "%q not found", p)
-		assert.Greaterf(t, i, last, "%q is out of order", p)
-		last = i
-	}
-}
-
-func section(t *testing.T, s, from, to string) string {
-	t.Helper()
-	i := strings.Index(s, from)
-	require.GreaterOrEqualf(t, i, 0, "section %q not found", from)
-	j := strings.Index(s[i:], to)
-	require.GreaterOrEqualf(t, j, 0, "section end %q not found", to)
-	return s[i : i+j]
-}
-
-func lineStartingWith(t *testing.T, lines []string, prefix string) string {
-	t.Helper()
-	for _, l := range lines {
-		if strings.HasPrefix(l, prefix) {
-			return l
-		}
-	}
-	t.Fatalf("no line starts with %q", prefix)
-	return ""
 }
 
 func TestOneSuiteOnTwoProvidersGetsAColumnEach(t *testing.T) {
