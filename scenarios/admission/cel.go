@@ -41,10 +41,7 @@ func celWithoutWebhook() e2etypes.Feature {
 	}
 	return features.New("CEL rules reject immutable-field changes with the webhooks bypassed (failurePolicy Ignore, operator down)").
 		WithLabel(suite.LabelScenario, "A11").
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			ns = suite.Namespace(ctx, t, "a11")
-			return ctx
-		}).
+		Setup(suite.NamespaceSetup(&ns, "a11")).
 		Assess("helm upgrade with webhook.failurePolicy=Ignore and replicas=0: no operator pod, and an invalid graph is admitted unmutated", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			var err error

@@ -43,10 +43,7 @@ func finalizerRemoval() e2etypes.Feature {
 	const name = "legacy"
 	return features.New("an object today's rules deny can still lose its finalizers once it is being deleted").
 		WithLabel(suite.LabelScenario, "A10").
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			ns = suite.Namespace(ctx, t, "a10")
-			return ctx
-		}).
+		Setup(suite.NamespaceSetup(&ns, "a10")).
 		Assess("a graph without services was admitted while another operator owned the namespace", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
 			lease := &coordinationv1.Lease{

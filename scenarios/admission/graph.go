@@ -87,10 +87,7 @@ func graphCreate() e2etypes.Feature {
 	var ns string
 	return features.New("DynamoGraphDeployment create: services, PVCs, restart and name length").
 		WithLabel(suite.LabelScenario, "A2").
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			ns = suite.Namespace(ctx, t, "a2")
-			return ctx
-		}).
+		Setup(suite.NamespaceSetup(&ns, "a2")).
 		Assess("graphs breaking a rule are denied with every cause; graphs at the boundary are admitted as written", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			dyn := suite.ClusterFrom(ctx, t).Dynamic()
 			for _, tc := range graphCreateCases() {
@@ -128,12 +125,7 @@ func graphUpdate() e2etypes.Feature {
 			return ctx
 		}).
 		Assess("changing or removing backendFramework is rejected by the CRD's rule", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			dyn := suite.ClusterFrom(ctx, t).Dynamic()
-			want := graphDeployments.celDenial(name, "spec", "backendFramework is immutable")
-			_, err := graphDeployments.tryPatch(ctx, dyn, ns, name, map[string]any{"spec": map[string]any{"backendFramework": "sglang"}})
-			expectDenied(t, "changing spec.backendFramework of DynamoGraphDeployment "+ref(ns, name)+" from vllm to sglang", err, want)
-			_, err = graphDeployments.tryPatch(ctx, dyn, ns, name, map[string]any{"spec": map[string]any{"backendFramework": nil}})
-			expectDenied(t, "removing spec.backendFramework of DynamoGraphDeployment "+ref(ns, name), err, want)
+			expectBackendFrameworkFixed(ctx, t, graphDeployments, ns, name, "sglang")
 			return ctx
 		}).
 		Assess("adding or removing services is denied, listing them sorted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {

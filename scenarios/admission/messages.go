@@ -59,10 +59,7 @@ func denialsExplained() e2etypes.Feature {
 	var ns string
 	return features.New("denials name the webhook, kind, namespace/name and field path; the operator logs validate create/update").
 		WithLabel(suite.LabelScenario, "A9").
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			ns = suite.Namespace(ctx, t, "a9")
-			return ctx
-		}).
+		Setup(suite.NamespaceSetup(&ns, "a9")).
 		Assess("every kind's denial is a 422 Invalid naming group, kind, name and each field, in the message and in the details", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			dyn := suite.ClusterFrom(ctx, t).Dynamic()
 			for _, d := range explainedDenials(ns) {

@@ -19,10 +19,7 @@ func modelRules() e2etypes.Feature {
 	const name = "llama"
 	return features.New("DynamoModel: names required, LoRA sources s3:// or hf://, modelType and baseModelName immutable").
 		WithLabel(suite.LabelScenario, "A5").
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			ns = suite.Namespace(ctx, t, "a5")
-			return ctx
-		}).
+		Setup(suite.NamespaceSetup(&ns, "a5")).
 		Assess("modelName and baseModelName are required", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			dyn := suite.ClusterFrom(ctx, t).Dynamic()
 			_, err := models.tryCreate(ctx, dyn, models.object(ns, "unnamed", map[string]any{"modelType": "base"}))

@@ -31,10 +31,7 @@ func mutatingDefaults() e2etypes.Feature {
 	var ns string
 	return features.New("mutating webhooks stamp the operator version and default the DGDR image, idempotently").
 		WithLabel(suite.LabelScenario, "A7").
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			ns = suite.Namespace(ctx, t, "a7")
-			return ctx
-		}).
+		Setup(suite.NamespaceSetup(&ns, "a7")).
 		Assess("a DynamoGraphDeployment created without the annotation gets the operator's version", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
 			got := create(ctx, t, c, install.GraphDeployments, install.GraphDeployment(ns, "stamped"))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
 // kind is one Dynamo resource as the scenarios write it: its API version, the name the API
@@ -156,3 +157,16 @@ func nestedMap(obj *unstructured.Unstructured, path ...string) map[string]any {
 }
 
 func ref(namespace, name string) string { return namespace + "/" + name }
+
+// expectBackendFrameworkFixed asserts the CRD's CEL rule a DynamoComponentDeployment and a
+// DynamoGraphDeployment share: changing backendFramework of k namespace/name from vllm to
+// other, or removing it, is rejected.
+func expectBackendFrameworkFixed(ctx context.Context, t *testing.T, k kind, namespace, name, other string) {
+	t.Helper()
+	dyn := suite.ClusterFrom(ctx, t).Dynamic()
+	want := k.celDenial(name, "spec", "backendFramework is immutable")
+	_, err := k.tryPatch(ctx, dyn, namespace, name, map[string]any{"spec": map[string]any{"backendFramework": other}})
+	expectDenied(t, "changing spec.backendFramework of "+k.name+" "+ref(namespace, name)+" from vllm to "+other, err, want)
+	_, err = k.tryPatch(ctx, dyn, namespace, name, map[string]any{"spec": map[string]any{"backendFramework": nil}})
+	expectDenied(t, "removing spec.backendFramework of "+k.name+" "+ref(namespace, name), err, want)
+}

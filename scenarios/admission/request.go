@@ -34,10 +34,7 @@ func requestRules() e2etypes.Feature {
 	var ns string
 	return features.New("DynamoGraphDeploymentRequest: thorough search needs a backend; spec locked while Profiling, Deploying or Deployed").
 		WithLabel(suite.LabelScenario, "A6").
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			ns = suite.Namespace(ctx, t, "a6")
-			return ctx
-		}).
+		Setup(suite.NamespaceSetup(&ns, "a6")).
 		Assess("a thorough search with backend auto is denied; thorough with a backend and rapid with auto are admitted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			dyn := suite.ClusterFrom(ctx, t).Dynamic()
 			_, err := requests.tryCreate(ctx, dyn, requests.object(ns, "thorough-auto", requestSpec("auto", "thorough")))

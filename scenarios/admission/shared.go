@@ -73,10 +73,7 @@ func sharedRules() e2etypes.Feature {
 	var ns string
 	return features.New("DynamoComponentDeployment and DynamoGraphDeployment services share the component rules; deprecated fields warn").
 		WithLabel(suite.LabelScenario, "A1").
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			ns = suite.Namespace(ctx, t, "a1")
-			return ctx
-		}).
+		Setup(suite.NamespaceSetup(&ns, "a1")).
 		Assess("a DynamoComponentDeployment breaking a rule is denied, naming the field", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			dyn := suite.ClusterFrom(ctx, t).Dynamic()
 			for _, tc := range brokenComponents {

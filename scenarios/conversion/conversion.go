@@ -107,10 +107,7 @@ func roundTrip() e2etypes.Feature {
 	var ns string
 	return features.New("DynamoGraphDeploymentRequest converts v1alpha1 ⇄ v1beta1 losslessly through the conversion webhook").
 		WithLabel(suite.LabelScenario, "A8").
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			ns = suite.Namespace(ctx, t, "a8")
-			return ctx
-		}).
+		Setup(suite.NamespaceSetup(&ns, "a8")).
 		Assess("the CRD converts through the release's Service, with a caBundle that verifies the served certificate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			crd, err := c.CRDs().ApiextensionsV1().CustomResourceDefinitions().Get(ctx, install.ConversionCRD, metav1.GetOptions{})

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
@@ -496,6 +497,15 @@ func Namespace(ctx context.Context, t testing.TB, prefix string) string {
 		}
 	})
 	return name
+}
+
+// NamespaceSetup is the Setup step of a scenario that needs only its namespace: it creates one
+// (Namespace) and stores its name in *ns for the steps after it.
+func NamespaceSetup(ns *string, prefix string) features.Func {
+	return func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		*ns = Namespace(ctx, t, prefix)
+		return ctx
+	}
 }
 
 var idPrefix = regexp.MustCompile(`^[A-Z][0-9]+\b`)
