@@ -3,6 +3,7 @@ package certs
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"time"
@@ -31,56 +32,75 @@ type caOverlap struct {
 	until  time.Time
 }
 
-// reconcile makes the Secret valid, injects the CA and writes the serving files. serving
-// reports whether the files are in place (injection errors don't change that).
+// reconcile is the leader's pass: it makes the Secret valid (generating a new certificate when
+// it is missing or unusable), injects the CA and writes the serving files. serving reports
+// whether the files are in place (injection errors don't change that).
 func (c *Controller) reconcile(ctx context.Context) (serving bool, errs []error) {
-	b, replacedCA, err := c.ensureSecret(ctx)
+	// Trust first, store second: a new CA is in every caBundle before the Secret holds it, so
+	// no replica (they serve what the Secret holds) ever serves a certificate the API server
+	// does not trust yet.
+	b, replacedCA, err := c.ensureSecret(ctx, func(newCA, replacedCA []byte) {
+		errs = c.injectAll(ctx, c.bundleFor(newCA, replacedCA, time.Now()))
+	})
 	if err != nil {
-		return false, []error{err}
+		return false, append(errs, err)
 	}
-	now := time.Now()
-	// The CA being replaced is whatever the Secret held before this call overwrote it, and
-	// whatever this replica served until now (the Secret may have been deleted or replaced).
-	var previous []byte
-	previous = append(previous, replacedCA...)
-	if !bytes.Equal(c.lastCA, b.caPEM) {
-		previous = append(previous, c.lastCA...)
+	// Trust first, serve second: the bundle already holds the CA when this replica starts
+	// serving a certificate signed by it. (After a generation this finds nothing to change.)
+	errs = c.injectAll(ctx, c.bundleFor(b.caPEM, replacedCA, time.Now()))
+	if err := c.serve(b); err != nil {
+		return false, append(errs, err)
 	}
-	if len(previous) > 0 {
-		if extra := stillValidCAs(previous, b.caPEM, now); len(extra) > 0 {
-			c.overlap = &caOverlap{caPEM: b.caPEM, bundle: append(append([]byte{}, b.caPEM...), extra...), until: now.Add(c.overlapFor)}
-			c.log.Info(logPrefix+"CA changed; the webhook configurations trust the previous CA too for a while", "secret", c.opts.secretRef(), "for", c.overlapFor.String())
-		}
-	}
-	bundle := b.caPEM
-	if o := c.overlap; o != nil {
-		if bytes.Equal(o.caPEM, b.caPEM) && now.Before(o.until) {
-			bundle = o.bundle
-		} else {
-			c.overlap = nil
-		}
-	}
+	return true, errs
+}
 
-	// Trust first, serve second: the bundle already holds the new CA when this replica
-	// starts serving a certificate signed by it.
-	errs = c.injectAll(ctx, bundle)
-
+// serve writes b's certificate and key where the webhook server reads them; b's CA is then
+// the one this replica serves with.
+func (c *Controller) serve(b *servingBundle) error {
 	changed, err := writeFilesAtomically(c.opts.CertDir, map[string][]byte{keyTLSCert: b.certPEM, keyTLSKey: b.keyPEM})
 	if err != nil {
-		return false, append(errs, fmt.Errorf("writing serving certificate files to %s: %w", c.opts.CertDir, err))
+		return fmt.Errorf("writing serving certificate files to %s: %w", c.opts.CertDir, err)
 	}
 	if changed {
 		c.log.Info(logPrefix+"wrote serving certificate files", "dir", c.opts.CertDir, "certificate", b.String())
 	}
 	c.lastCA = b.caPEM
-	return true, errs
+	return nil
+}
+
+// bundleFor is the caBundle to inject for the CA ca: ca itself and, for overlapFor after a CA
+// change, the CAs a replica may still serve with — the one this replica served (lastCA) and
+// replacedCA, the CA of a replaced Secret whose certificate was servable. Nothing else: a
+// Secret the operator rejected (wrong SANs, say) was never served, so its CA is never trusted.
+func (c *Controller) bundleFor(ca, replacedCA []byte, now time.Time) []byte {
+	var previous []byte
+	previous = append(previous, replacedCA...)
+	if !bytes.Equal(c.lastCA, ca) {
+		previous = append(previous, c.lastCA...)
+	}
+	if o := c.overlap; len(previous) > 0 && (o == nil || !bytes.Equal(o.caPEM, ca)) {
+		if extra := stillValidCAs(previous, ca, now); len(extra) > 0 {
+			c.overlap = &caOverlap{caPEM: ca, bundle: append(append([]byte{}, ca...), extra...), until: now.Add(c.overlapFor)}
+			c.log.Info(logPrefix+"CA changed; the webhook configurations trust the previous CA too for a while", "secret", c.opts.secretRef(), "for", c.overlapFor.String())
+		}
+	}
+	if o := c.overlap; o != nil {
+		if bytes.Equal(o.caPEM, ca) && now.Before(o.until) {
+			return o.bundle
+		}
+		c.overlap = nil
+	}
+	return ca
 }
 
 // ensureSecret returns a valid bundle from the Secret, generating and storing a new one when
-// the Secret is missing or unusable. replacedCA is the ca.crt this call overwrote, if any.
-// Replicas racing here converge: a lost create (AlreadyExists) or update (Conflict) re-reads
-// the winner's Secret, which then validates and is reused.
-func (c *Controller) ensureSecret(ctx context.Context) (b *servingBundle, replacedCA []byte, err error) {
+// the Secret is missing or unusable; trust runs with the new CA before it is stored. replacedCA
+// is the ca.crt this call overwrote if that Secret's certificate was usable now (only the
+// look-ahead failed), so some replica may have served it; a Secret no replica could serve
+// contributes nothing. Replicas racing here (without leader election) converge: a lost create
+// (AlreadyExists) or update (Conflict) re-reads the winner's Secret, which then validates and
+// is reused.
+func (c *Controller) ensureSecret(ctx context.Context, trust func(newCA, replacedCA []byte)) (b *servingBundle, replacedCA []byte, err error) {
 	ref := c.opts.secretRef()
 	for range secretWriteAttempts {
 		var s corev1.Secret
@@ -95,6 +115,7 @@ func (c *Controller) ensureSecret(ctx context.Context) (b *servingBundle, replac
 				Type:       corev1.SecretTypeTLS,
 				Data:       b.secretData(),
 			}
+			trust(b.caPEM, nil)
 			err = c.client.Create(ctx, &s)
 			if apierrors.IsAlreadyExists(err) {
 				continue
@@ -109,22 +130,27 @@ func (c *Controller) ensureSecret(ctx context.Context) (b *servingBundle, replac
 			return nil, nil, fmt.Errorf("getting Secret %s: %w", ref, err)
 		}
 
-		b, reason := loadBundle(s.Data, &c.opts, time.Now())
+		now := time.Now()
+		b, reason := loadBundle(s.Data, &c.opts, now)
 		if reason == nil {
 			return b, nil, nil
 		}
 		c.log.Info(logPrefix+"Secret is not usable; generating a new CA and serving certificate", "secret", ref, "reason", reason.Error())
-		b, err = generateBundle(&c.opts, time.Now())
+		var replaced []byte
+		if _, notServable := loadBundle(s.Data, c.servableNow(), now); notServable == nil {
+			replaced = s.Data[keyCACert]
+		}
+		b, err = generateBundle(&c.opts, now)
 		if err != nil {
 			return nil, nil, fmt.Errorf("generating a certificate for Secret %s: %w", ref, err)
 		}
-		old := s.Data[keyCACert]
 		if s.Data == nil {
 			s.Data = map[string][]byte{}
 		}
 		for k, v := range b.secretData() {
 			s.Data[k] = v
 		}
+		trust(b.caPEM, replaced)
 		// The Secret's resourceVersion makes this update fail if anyone changed it since the read.
 		err = c.client.Update(ctx, &s)
 		if apierrors.IsConflict(err) {
@@ -134,9 +160,93 @@ func (c *Controller) ensureSecret(ctx context.Context) (b *servingBundle, replac
 			return nil, nil, fmt.Errorf("updating Secret %s: %w", ref, err)
 		}
 		c.log.Info(logPrefix+"updated Secret with a new CA and serving certificate", "secret", ref, "certificate", b.String())
-		return b, old, nil
+		return b, replaced, nil
 	}
 	return nil, nil, fmt.Errorf("updating Secret %s: still conflicting with other writers after %d attempts", ref, secretWriteAttempts)
+}
+
+// servableNow are the options a certificate must meet to be served at all: those of a reused
+// one without the look-ahead.
+func (c *Controller) servableNow() *Options {
+	o := c.opts
+	o.LookAhead = 0
+	return &o
+}
+
+// follow is the pass of a replica that is not the leader: it serves the Secret's certificate
+// when it is usable now and, with gate (once this replica serves something), when every
+// caBundle already trusts its CA — the leader injects a new CA before it stores it, and a
+// Secret written by hand waits for the leader's injection. It never writes the Secret or a
+// caBundle. pending says it is waiting for the leader (retry soon).
+func (c *Controller) follow(ctx context.Context, gate bool) (serving, pending bool, errs []error) {
+	ref := c.opts.secretRef()
+	var s corev1.Secret
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: c.opts.Namespace, Name: c.opts.SecretName}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.reportOnce("secret", "missing", logPrefix+"Secret not found; waiting for the leader to create it", "secret", ref)
+			return c.isLoaded(), true, nil
+		}
+		return c.isLoaded(), false, []error{fmt.Errorf("getting Secret %s: %w", ref, err)}
+	}
+	b, reason := loadBundle(s.Data, c.servableNow(), time.Now())
+	if reason != nil {
+		c.reportOnce("secret", "unusable: "+reason.Error(), logPrefix+"Secret is not usable; waiting for the leader to replace it",
+			"secret", ref, "reason", reason.Error())
+		return c.isLoaded(), true, nil
+	}
+	if gate && !bytes.Equal(b.caPEM, c.lastCA) {
+		trusted, err := c.trusted(ctx, b)
+		switch {
+		case err != nil:
+			// Serving beats waiting on what cannot be read: the leader repairs the caBundles.
+			errs = append(errs, err)
+		case !trusted:
+			c.reportOnce("secret", "untrusted: "+b.String(), logPrefix+"Secret holds a new CA the caBundles do not trust yet; waiting for the leader to inject it",
+				"secret", ref, "certificate", b.String())
+			return c.isLoaded(), true, errs
+		}
+	}
+	if c.reported["secret"] != "" {
+		delete(c.reported, "secret")
+	}
+	if err := c.serve(b); err != nil {
+		return false, false, append(errs, err)
+	}
+	return true, false, errs
+}
+
+// trusted reports whether every caBundle this operator injects holds b's CA. Objects that do
+// not exist (yet) are left out.
+func (c *Controller) trusted(ctx context.Context, b *servingBundle) (bool, error) {
+	for _, o := range c.injectTargets() {
+		obj := o.newObj()
+		if err := c.client.Get(ctx, client.ObjectKey{Name: o.name}, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return false, fmt.Errorf("getting %s %s: %w", o.kind, o.name, err)
+		}
+		for _, bundle := range caBundlesOf(obj) {
+			if !bundleHolds(bundle, b.ca) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+// bundleHolds reports whether the PEM bundle contains ca.
+func bundleHolds(bundle []byte, ca *x509.Certificate) bool {
+	certs, err := certutil.ParseCertsPEM(bundle)
+	if err != nil {
+		return false
+	}
+	for _, c := range certs {
+		if c.Equal(ca) {
+			return true
+		}
+	}
+	return false
 }
 
 // stillValidCAs returns, as PEM, the unexpired CA certificates of previous that current
@@ -163,19 +273,34 @@ func stillValidCAs(previous, current []byte, now time.Time) []byte {
 	return out
 }
 
+// injectTarget is an object whose webhooks read the CA this operator injects.
+type injectTarget struct {
+	kind, name string
+	newObj     func() client.Object
+}
+
+// injectTargets are the configured webhook configurations and conversion CRDs.
+func (c *Controller) injectTargets() []injectTarget {
+	var out []injectTarget
+	for _, name := range c.opts.ValidatingWebhookConfigurations {
+		out = append(out, injectTarget{"ValidatingWebhookConfiguration", name, func() client.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} }})
+	}
+	for _, name := range c.opts.MutatingWebhookConfigurations {
+		out = append(out, injectTarget{"MutatingWebhookConfiguration", name, func() client.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} }})
+	}
+	for _, name := range c.opts.ConversionCRDs {
+		out = append(out, injectTarget{"CustomResourceDefinition", name, func() client.Object { return &apiextensionsv1.CustomResourceDefinition{} }})
+	}
+	return out
+}
+
 // injectAll puts bundle into every configured webhook configuration and conversion CRD.
 // Objects are read by name and updated with optimistic concurrency: a restricted operator may
 // only get/update its own configurations, never list or watch them.
 func (c *Controller) injectAll(ctx context.Context, bundle []byte) []error {
 	var errs []error
-	for _, name := range c.opts.ValidatingWebhookConfigurations {
-		errs = appendErr(errs, c.inject(ctx, "ValidatingWebhookConfiguration", name, func() client.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} }, bundle))
-	}
-	for _, name := range c.opts.MutatingWebhookConfigurations {
-		errs = appendErr(errs, c.inject(ctx, "MutatingWebhookConfiguration", name, func() client.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} }, bundle))
-	}
-	for _, name := range c.opts.ConversionCRDs {
-		errs = appendErr(errs, c.inject(ctx, "CustomResourceDefinition", name, func() client.Object { return &apiextensionsv1.CustomResourceDefinition{} }, bundle))
+	for _, o := range c.injectTargets() {
+		errs = appendErr(errs, c.inject(ctx, o.kind, o.name, o.newObj, bundle))
 	}
 	return errs
 }
@@ -254,6 +379,27 @@ func setCABundle(obj client.Object, bundle []byte) int {
 	return n
 }
 
+// caBundlesOf returns every caBundle obj's webhooks read (none for a CRD without a conversion
+// webhook).
+func caBundlesOf(obj client.Object) [][]byte {
+	var out [][]byte
+	switch o := obj.(type) {
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for _, w := range o.Webhooks {
+			out = append(out, w.ClientConfig.CABundle)
+		}
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for _, w := range o.Webhooks {
+			out = append(out, w.ClientConfig.CABundle)
+		}
+	case *apiextensionsv1.CustomResourceDefinition:
+		if conv := o.Spec.Conversion; conv != nil && conv.Strategy == apiextensionsv1.WebhookConverter && conv.Webhook != nil && conv.Webhook.ClientConfig != nil {
+			out = append(out, conv.Webhook.ClientConfig.CABundle)
+		}
+	}
+	return out
+}
+
 // reportOnce logs a steady, non-error condition once until it changes.
 func (c *Controller) reportOnce(key, state, msg string, kv ...any) {
 	if c.reported[key] == state {
@@ -292,21 +438,42 @@ func (c *Controller) maintain(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		case <-c.wake:
 		case <-timer.C:
 		}
-		_, errs := c.reconcile(ctx)
+		errs, pending := c.pass(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		c.logErrors(errs)
 		next := c.opts.CheckInterval
-		if len(errs) > 0 {
+		if len(errs) > 0 || pending {
 			next = retry.Step()
 		} else {
 			retry = c.retry
 		}
 		timer.Reset(next)
 	}
+}
+
+// pass is one round of the automatic mode: the leader's reconcile, or a follower's follow.
+// The first certificate it puts in place is loaded for serving. pending: a follower waits for
+// the leader.
+func (c *Controller) pass(ctx context.Context) (errs []error, pending bool) {
+	var serving bool
+	c.leaderMu.Lock()
+	if c.leading.Load() {
+		serving, errs = c.reconcile(ctx)
+	} else {
+		serving, pending, errs = c.follow(ctx, c.isLoaded())
+	}
+	c.leaderMu.Unlock()
+	if serving && !c.isLoaded() {
+		if err := c.load(c.automaticFiles()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs, pending
 }
 
 // watchSecret signals changed for every event on the Secret. The watch is narrowed to the

@@ -285,6 +285,37 @@ func TestAutomaticMode(t *testing.T) {
 		}
 	})
 
+	t.Run("a rejected Secret's CA is never trusted, not even for the overlap", func(t *testing.T) {
+		f := newFixture(t, "rejected-ca")
+		f.checkInterval = time.Hour // the Secret watch reacts; the overlap lasts one interval
+		c := f.controller(f.options())
+		f.bootstrap(c)
+		start(t, c)
+		servedCA := f.mustSecret().Data[keyCACert]
+
+		// Written by hand, and wrong: no replica may serve it, so nothing may trust its CA.
+		rejected := f.generateFor(func(o *Options) { o.ServiceName = "another-service" })
+		trusted := watchBundlesFor(t, f, rejected)
+		f.replaceSecret(rejected.secretData())
+
+		var regenerated []byte
+		eventually(t, 10*time.Second, "the operator to replace the rejected Secret", func() error {
+			ca := f.mustSecret().Data[keyCACert]
+			if string(ca) == string(rejected.caPEM) || string(ca) == string(servedCA) {
+				return errors.New("not regenerated yet")
+			}
+			regenerated = ca
+			return nil
+		})
+		eventually(t, 10*time.Second, "caBundles to hold the new CA and, for the overlap, the CA served before (only)", func() error {
+			return f.bundlesEqual(append(append([]byte{}, regenerated...), servedCA...))
+		})
+		time.Sleep(300 * time.Millisecond)
+		if places := trusted(); len(places) > 0 {
+			t.Errorf("the rejected Secret's CA was trusted in %s", strings.Join(places, ", "))
+		}
+	})
+
 	t.Run("T3 emptied, foreign or recreated caBundles are re-injected within CheckInterval", func(t *testing.T) {
 		f := newFixture(t, "t3")
 		c := f.controller(f.options())
@@ -395,6 +426,49 @@ func TestAutomaticMode(t *testing.T) {
 		f.replaceSecret(replacement.secretData())
 		eventually(t, 10*time.Second, "files follow the replaced Secret under restricted RBAC", func() error { return f.filesMatch(f.mustSecret()) })
 	})
+}
+
+// watchBundlesFor samples every caBundle until the test ends (or the returned function is
+// called) and returns the places that ever held b's CA.
+func watchBundlesFor(t *testing.T, f *fixture, b *servingBundle) func() []string {
+	t.Helper()
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			if bundles, err := f.caBundles(); err == nil {
+				for place, bundle := range bundles {
+					if bundleHolds(bundle, b.ca) {
+						mu.Lock()
+						seen[place] = true
+						mu.Unlock()
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	var once sync.Once
+	stop := func() { once.Do(func() { close(done); <-stopped }) }
+	t.Cleanup(stop)
+	return func() []string {
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		out := make([]string, 0, len(seen))
+		for p := range seen {
+			out = append(out, p)
+		}
+		slices.Sort(out)
+		return out
+	}
 }
 
 // grant binds role (a Role or ClusterRole) to user and removes both when the test ends.

@@ -16,6 +16,7 @@ import (
 	"math"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,16 +26,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gauntlet-dev/gauntlet/operator/internal/metrics"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/scheme"
 )
 
-// The manager runs the Controller on every replica and probes its readiness.
+// The manager runs the Controller on every replica and probes its readiness; with leader
+// election, the leader also runs Leader().
 var (
 	_ manager.Runnable               = (*Controller)(nil)
 	_ manager.LeaderElectionRunnable = (*Controller)(nil)
+	_ manager.LeaderElectionRunnable = leader{}
 	_ healthz.Checker                = (&Controller{}).ReadyCheck
+	_ webhook.Server                 = (*gatedServer)(nil)
 )
 
 // logPrefix marks every message of the built-in cert-controller, so users (and the T10
@@ -45,8 +50,13 @@ const logPrefix = "cert-controller: "
 const waitLogEvery = 5 * time.Second
 
 // Controller provides the webhook serving certificate. Call Bootstrap before the manager
-// starts, then pass TLSConfig to the webhook server, add the Controller to the manager (it is
-// a Runnable) and ReadyCheck as a readiness check.
+// starts, then pass TLSConfig to the webhook server (wrapped by GateWebhookServer), add the
+// Controller and Leader() to the manager (they are Runnables) and ReadyCheck as a readiness
+// check.
+//
+// In automatic mode with Options.LeaderElection, only the replica holding the manager's leader
+// Lease generates certificates, writes the Secret and injects caBundles (Leader() marks it);
+// every replica serves the certificate the Secret holds, written to its own files.
 type Controller struct {
 	opts   Options
 	client client.WithWatch
@@ -61,6 +71,15 @@ type Controller struct {
 	mu      sync.RWMutex
 	files   ServingFiles
 	watcher *certwatcher.CertWatcher
+	// loaded is closed once a certificate is loaded (watcher set).
+	loaded chan struct{}
+
+	// leading: this replica generates, stores and injects (always, without leader election).
+	// leaderMu is held for a pass of the maintain loop, so leadership is never given up in
+	// the middle of a write. wake starts a pass at once when leadership is gained.
+	leading  atomic.Bool
+	leaderMu sync.Mutex
+	wake     chan struct{}
 
 	// State of the automatic mode, used only by the goroutine running Bootstrap and then Start.
 	lastCA   []byte
@@ -86,32 +105,61 @@ func New(cfg *rest.Config, opts Options, log logr.Logger) (*Controller, error) {
 			return nil, fmt.Errorf("building the API client for the webhook certificate controller: %w", err)
 		}
 	}
-	return &Controller{
+	c := &Controller{
 		opts:       opts,
 		client:     cl,
 		log:        log,
 		retry:      wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: min(opts.CheckInterval, 30*time.Second)},
 		overlapFor: opts.CheckInterval,
 		reported:   map[string]string{},
-	}, nil
+		loaded:     make(chan struct{}),
+		wake:       make(chan struct{}, 1),
+	}
+	c.leading.Store(!opts.LeaderElection)
+	return c, nil
 }
 
-// Bootstrap blocks until the serving certificate files exist and load, so the webhook server
-// never starts without a certificate. In automatic mode it makes sure the Secret holds a valid
-// certificate (reusing it, or generating and storing a new one), writes the files and injects
-// the CA; a failed injection is logged and retried by Start rather than holding up serving.
-// In the other modes it waits for the mounted files, logging what it waits for. It retries
-// until ctx is done.
+// Bootstrap prepares the serving certificate before the manager starts, so the webhook server
+// never starts without one. In automatic mode as the only writer (no leader election) it makes
+// sure the Secret holds a valid certificate (reusing it, or generating and storing a new one),
+// injects the CA and writes the files, retrying until it serves; a failed injection is logged
+// and retried by Start rather than holding up serving. With leader election it serves the
+// Secret's certificate if it is usable now — at once, whoever leads — and otherwise returns
+// without a certificate: generating one is the leader's, which begins when the manager runs,
+// and Start loads it then (GateWebhookServer holds the server until it does). In the other
+// modes it waits for the mounted files, logging what it waits for. It retries until ctx is
+// done.
 func (c *Controller) Bootstrap(ctx context.Context) error {
 	var files ServingFiles
 	var err error
-	if c.opts.Mode == ModeAutomatic {
-		files, err = c.bootstrapAutomatic(ctx)
-	} else {
+	switch {
+	case c.opts.Mode != ModeAutomatic:
 		files, err = c.waitForMountedFiles(ctx)
+	case c.leading.Load():
+		files, err = c.bootstrapAutomatic(ctx)
+	default:
+		serving, _, errs := c.follow(ctx, false)
+		if ctx.Err() != nil {
+			return fmt.Errorf("bootstrapping the webhook serving certificate in Secret %s: %w", c.opts.secretRef(), ctx.Err())
+		}
+		c.logErrors(errs)
+		if !serving {
+			c.retryNow = true
+			c.log.Info(logPrefix+"no usable certificate in the Secret yet; serving starts once the leader has stored one", "secret", c.opts.secretRef())
+			return nil
+		}
+		files = c.automaticFiles()
 	}
 	if err != nil {
 		return err
+	}
+	return c.load(files)
+}
+
+// load starts serving files: it loads them into a certwatcher (which Start runs).
+func (c *Controller) load(files ServingFiles) error {
+	if c.isLoaded() {
+		return nil
 	}
 	w, err := certwatcher.New(files.CertFile, files.KeyFile)
 	if err != nil {
@@ -121,8 +169,19 @@ func (c *Controller) Bootstrap(ctx context.Context) error {
 	c.mu.Lock()
 	c.files, c.watcher = files, w
 	c.mu.Unlock()
+	close(c.loaded)
 	c.log.Info("webhook serving certificate loaded", "mode", c.opts.Mode, "cert", files.CertFile, "key", files.KeyFile)
 	return nil
+}
+
+// isLoaded reports whether a certificate is loaded.
+func (c *Controller) isLoaded() bool {
+	select {
+	case <-c.loaded:
+		return true
+	default:
+		return false
+	}
 }
 
 func recordExpiry(cert tls.Certificate) {
@@ -233,31 +292,89 @@ func (c *Controller) ReadyCheck(_ *http.Request) error {
 }
 
 // NeedLeaderElection is false: every replica serves webhooks, so every replica keeps its own
-// files current. Concurrent writers are safe (optimistic concurrency on the Secret).
+// files current. The singleton part (generating, storing, injecting) is Leader()'s.
 func (c *Controller) NeedLeaderElection() bool { return false }
 
 // Start runs until ctx is done: it reloads the served files when they change (certwatcher)
-// and, in automatic mode, keeps the Secret, the files and the caBundles right, reacting to
-// Secret changes at once and re-checking everything every CheckInterval. Bootstrap must
-// have succeeded first.
+// and, in automatic mode, keeps the files right — and, while leading, the Secret and the
+// caBundles — reacting to Secret changes at once and re-checking everything every
+// CheckInterval. Bootstrap must have run first; in automatic mode with leader election it may
+// have left the certificate to be loaded here.
 func (c *Controller) Start(ctx context.Context) error {
-	c.mu.RLock()
-	w, files := c.watcher, c.files
-	c.mu.RUnlock()
-	if w == nil {
+	if c.opts.Mode != ModeAutomatic && !c.isLoaded() {
 		return errors.New("webhook certificate controller started before Bootstrap loaded a certificate")
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	defer wg.Wait()
 	if c.opts.Mode == ModeAutomatic {
 		wg.Go(func() { c.maintain(ctx) })
 	}
-	err := w.Start(ctx)
-	cancel()
-	wg.Wait()
-	if err != nil {
+	select {
+	case <-c.loaded:
+	case <-ctx.Done():
+		return nil
+	}
+	c.mu.RLock()
+	w, files := c.watcher, c.files
+	c.mu.RUnlock()
+	if err := w.Start(ctx); err != nil {
 		return fmt.Errorf("watching webhook serving certificate %s and key %s: %w", files.CertFile, files.KeyFile, err)
 	}
 	return nil
+}
+
+// Leader returns the Runnable that makes this replica the one that generates certificates,
+// writes the Secret and injects caBundles, for as long as the manager runs it: the manager
+// starts it on the replica that holds the leader Lease (it needs leader election) and stops it
+// before that replica lets the Lease go. Without Options.LeaderElection, or in the other
+// modes, it does nothing.
+func (c *Controller) Leader() manager.Runnable { return leader{c} }
+
+type leader struct{ c *Controller }
+
+func (leader) NeedLeaderElection() bool { return true }
+
+func (l leader) Start(ctx context.Context) error {
+	c := l.c
+	if c.opts.Mode != ModeAutomatic || !c.opts.LeaderElection {
+		<-ctx.Done()
+		return nil
+	}
+	c.leaderMu.Lock()
+	c.leading.Store(true)
+	c.leaderMu.Unlock()
+	c.log.Info(logPrefix+"elected leader: this replica keeps the Secret and the caBundles right", "secret", c.opts.secretRef())
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	c.leaderMu.Lock() // waits for a pass in progress
+	c.leading.Store(false)
+	c.leaderMu.Unlock()
+	c.log.Info(logPrefix + "no longer leading")
+	return nil
+}
+
+// GateWebhookServer returns s, starting only once a serving certificate is loaded: with leader
+// election a replica may start its manager without one (the leader generates it), and the
+// server must not accept connections it cannot complete. Readiness waits for it either way.
+func (c *Controller) GateWebhookServer(s webhook.Server) webhook.Server {
+	return &gatedServer{Server: s, loaded: c.loaded}
+}
+
+type gatedServer struct {
+	webhook.Server
+	loaded <-chan struct{}
+}
+
+func (g *gatedServer) Start(ctx context.Context) error {
+	select {
+	case <-g.loaded:
+	case <-ctx.Done():
+		return nil
+	}
+	return g.Server.Start(ctx)
 }

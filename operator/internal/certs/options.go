@@ -75,6 +75,12 @@ type Options struct {
 	// ConversionCRDs get ca.crt in spec.conversion.webhook.clientConfig.caBundle (automatic
 	// mode only).
 	ConversionCRDs []string
+
+	// LeaderElection says other replicas run beside this one and only the leader may generate
+	// certificates, write the Secret and inject caBundles (automatic mode): the Controller
+	// does so only while Controller.Leader() runs. Without it the Controller is the only
+	// writer.
+	LeaderElection bool
 }
 
 func (o *Options) setDefaults() {
