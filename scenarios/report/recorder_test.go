@@ -46,7 +46,7 @@ func TestRecorderRecordsOutcomesAndDurations(t *testing.T) {
 	assert.Equal(t, "autocert", s.Suite)
 	assert.Equal(t, "v1.37.0", s.KubernetesVersion)
 	assert.Equal(t, clock.t.Add(-2*time.Second), s.StartedAt)
-	assert.Equal(t, 2.0, s.Seconds)
+	assert.InDelta(t, 2.0, s.Seconds, 1e-9)
 	require.Equal(t, []string{"A2", "A10"}, scenarioIDs(s))
 	assert.Equal(t, Scenario{ID: "A2", Title: "Denial", Result: Failed, Seconds: 2,
 		Details: map[string]any{MessageKey: "was admitted", "attempts": 3}}, s.Scenarios[0],
@@ -65,7 +65,7 @@ func TestRecorderReportsUnfinishedScenarioAsFailed(t *testing.T) {
 	require.Len(t, s.Scenarios, 1)
 	sc := s.Scenarios[0]
 	assert.Equal(t, Failed, sc.Result)
-	assert.Equal(t, 3.0, sc.Seconds)
+	assert.InDelta(t, 3.0, sc.Seconds, 1e-9)
 	assert.Contains(t, sc.Message(), "never finished")
 	assert.Equal(t, 120, sc.Details["admissions"], "measurements taken before the cut are kept")
 }
@@ -87,8 +87,8 @@ func TestRecorderRejectsMisuse(t *testing.T) {
 	assert.Contains(t, err.Error(), `result "green" is not passed, failed or skipped`)
 
 	require.NoError(t, r.Finish("A1", Passed, nil))
-	assert.EqualError(t, r.Finish("A1", Passed, nil), "finishing scenario A1: already finished")
-	assert.EqualError(t, r.Start("A1", "t"), "starting scenario A1: already finished")
+	require.EqualError(t, r.Finish("A1", Passed, nil), "finishing scenario A1: already finished")
+	require.EqualError(t, r.Start("A1", "t"), "starting scenario A1: already finished")
 	assert.EqualError(t, r.Note("A1", "k", 1), "noting k on scenario A1: scenario is not running")
 }
 

@@ -256,14 +256,15 @@ func RenderText(w io.Writer, suites []Summary) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "E2E RESULTS  %s\n\n", c.headline())
 
+	// tabwriter reports a failed write at Flush, which is checked.
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SUITE\tPROVIDER\tKUBERNETES\tPASSED\tFAILED\tSKIPPED\tTIME")
+	_, _ = fmt.Fprintln(tw, "SUITE\tPROVIDER\tKUBERNETES\tPASSED\tFAILED\tSKIPPED\tTIME")
 	for i, s := range c.suites {
 		n := c.counts[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", oneLine(s.Suite), orDash(s.Provider), orDash(s.KubernetesVersion),
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", oneLine(s.Suite), orDash(s.Provider), orDash(s.KubernetesVersion),
 			n.Passed, n.Failed, n.Skipped, formatWallTime(s.Seconds))
 	}
-	fmt.Fprintf(tw, "TOTAL\t\t\t%d\t%d\t%d\t%s\n", c.totals.Passed, c.totals.Failed, c.totals.Skipped, formatWallTime(c.seconds))
+	_, _ = fmt.Fprintf(tw, "TOTAL\t\t\t%d\t%d\t%d\t%s\n", c.totals.Passed, c.totals.Failed, c.totals.Skipped, formatWallTime(c.seconds))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -271,17 +272,17 @@ func RenderText(w io.Writer, suites []Summary) error {
 	if len(c.rows) > 0 {
 		b.WriteString("\n")
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprint(tw, "ID\tTITLE")
+		_, _ = fmt.Fprint(tw, "ID\tTITLE")
 		for si := range c.suites {
-			fmt.Fprintf(tw, "\t%s", strings.ToUpper(oneLine(c.column(si))))
+			_, _ = fmt.Fprintf(tw, "\t%s", strings.ToUpper(oneLine(c.column(si))))
 		}
-		fmt.Fprintln(tw)
+		_, _ = fmt.Fprintln(tw)
 		for _, r := range c.rows {
-			fmt.Fprintf(tw, "%s\t%s", oneLine(r.id), truncate(oneLine(r.title), 52))
+			_, _ = fmt.Fprintf(tw, "%s\t%s", oneLine(r.id), truncate(oneLine(r.title), 52))
 			for _, sc := range r.cells {
-				fmt.Fprintf(tw, "\t%s", textOutcome(sc))
+				_, _ = fmt.Fprintf(tw, "\t%s", textOutcome(sc))
 			}
-			fmt.Fprintln(tw)
+			_, _ = fmt.Fprintln(tw)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -324,7 +325,7 @@ func WriteMarkdownFile(path string, suites []Summary) error {
 	if err := RenderMarkdown(&b, suites); err != nil {
 		return fmt.Errorf("rendering %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return fmt.Errorf("creating directory for %s: %w", path, err)
 	}
 	return writeFileAtomic(path, b.Bytes())
