@@ -44,7 +44,7 @@ func readCatalog(t *testing.T) []catalogRow {
 	t.Helper()
 	f, err := os.Open(catalogFile)
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var rows []catalogRow
 	scan := bufio.NewScanner(f)
 	for n := 1; scan.Scan(); n++ {

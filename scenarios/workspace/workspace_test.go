@@ -9,7 +9,7 @@ import (
 
 func TestControlPlaneAssetsPrefersKubebuilderAssets(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "etcd"), nil, 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "etcd"), nil, 0o600); err != nil { // only its presence is checked
 		t.Fatal(err)
 	}
 	t.Setenv("KUBEBUILDER_ASSETS", dir)

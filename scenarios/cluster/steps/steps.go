@@ -30,11 +30,12 @@ func New(w io.Writer) *Printer {
 	return p
 }
 
-// Step runs fn as one named step and reports its outcome and duration.
+// Step runs fn as one named step and reports its outcome and duration. Output is best effort: a
+// failed write to the terminal does not change the step's outcome.
 func (p *Printer) Step(title string, fn func() error) error {
 	t0 := time.Now()
 	if p.tty {
-		fmt.Fprintf(p.w, " • %s …", title)
+		_, _ = fmt.Fprintf(p.w, " • %s …", title)
 	}
 	err := fn()
 	mark := "✓"
@@ -42,11 +43,11 @@ func (p *Printer) Step(title string, fn func() error) error {
 		mark = "✗"
 	}
 	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K")
+		_, _ = fmt.Fprint(p.w, "\r\033[K")
 	}
-	fmt.Fprintf(p.w, " %s %-54s %5.1fs\n", mark, title, time.Since(t0).Seconds())
+	_, _ = fmt.Fprintf(p.w, " %s %-54s %5.1fs\n", mark, title, time.Since(t0).Seconds())
 	return err
 }
 
 // Printf prints a line that is not a step.
-func (p *Printer) Printf(format string, args ...any) { fmt.Fprintf(p.w, format, args...) }
+func (p *Printer) Printf(format string, args ...any) { _, _ = fmt.Fprintf(p.w, format, args...) }
