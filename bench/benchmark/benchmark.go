@@ -195,7 +195,7 @@ func Measure(ctx context.Context, tb *testbed.Testbed, cfg Config) ([]result.Ste
 	opts := load.StepOptions{Warmup: cfg.Warmup, Duration: cfg.Duration, Windows: cfg.Windows}
 	var steps []result.Step
 
-	operatorProbe := load.Probe{Source: "operator", Client: &http.Client{Timeout: 10 * time.Second},
+	operatorProbe := load.Probe{Source: "operator", Client: tb.OperatorMetricsClient,
 		URL: tb.OperatorMetricsURL, Metric: OperatorHistogram, GroupBy: []string{"webhook"}}
 
 	if len(cfg.DirectRates) > 0 {

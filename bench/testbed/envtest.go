@@ -134,7 +134,7 @@ func StartEnvtest(ctx context.Context, opts EnvtestOptions) (_ *Testbed, err err
 	logf("webhooks of %s answer through the API server (%.1fs)", &t.Release, time.Since(start).Seconds())
 
 	t.WebhookURL = "https://127.0.0.1:" + strconv.Itoa(webhookPort)
-	t.OperatorMetricsURL = "http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"
+	t.OperatorMetricsURL = "https://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"
 	if err := t.finish(ctx, logf); err != nil {
 		return nil, err
 	}

@@ -118,7 +118,7 @@ func StartLocal(ctx context.Context, opts LocalOptions) (_ *Testbed, err error) 
 		return nil, err
 	}
 	t.WebhookURL = "https://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(webhookPort))
-	t.OperatorMetricsURL = "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(metricsPort)) + "/metrics"
+	t.OperatorMetricsURL = "https://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(metricsPort)) + "/metrics"
 	logf("operator pod %s/%s serves webhooks at %s", pod.Namespace, pod.Name, t.WebhookURL)
 
 	if err := t.finish(ctx, logf); err != nil {

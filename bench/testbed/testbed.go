@@ -68,8 +68,11 @@ type Testbed struct {
 	// WebhookTLS trusts the webhook's CA and expects its Service name, as the
 	// API server does.
 	WebhookTLS *tls.Config
-	// OperatorMetricsURL is the operator's Prometheus endpoint.
+	// OperatorMetricsURL is the operator's Prometheus endpoint (HTTPS).
 	OperatorMetricsURL string
+	// OperatorMetricsClient reaches OperatorMetricsURL as a user's Prometheus does: with the
+	// bearer token of a ServiceAccount bound to the release's metrics-reader ClusterRole.
+	OperatorMetricsClient *http.Client
 	// OperatorPprofURL is the operator's net/http/pprof base (".../debug/pprof/"),
 	// empty unless profiling was asked for.
 	OperatorPprofURL string
@@ -171,6 +174,7 @@ func (t *Testbed) finish(ctx context.Context, logf func(string, ...any)) error {
 	if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
 		return fmt.Errorf("ca.crt of Secret %s/%s holds no PEM certificate", r.Namespace, r.SecretName())
 	}
+	t.OperatorMetricsClient = install.NewMetricsReader(kube, r).Client(nil)
 	t.WebhookTLS = &tls.Config{
 		RootCAs:    pool,
 		ServerName: r.ServiceHost(),

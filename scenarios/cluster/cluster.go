@@ -94,6 +94,9 @@ type Backend interface {
 	// DialService opens a TCP connection to a Service's ClusterIP:port the way the API server
 	// does, or says why this provider cannot.
 	DialService(ctx context.Context, clusterIP string, port int32) (net.Conn, error)
+	// DialPod opens a TCP connection to port of a running pod the way the API server would
+	// reach it, or says why this provider cannot.
+	DialPod(ctx context.Context, pod *corev1.Pod, port int32) (net.Conn, error)
 	// Container does action to a container of a running pod, or says why it cannot.
 	Container(ctx context.Context, pod *corev1.Pod, container string, action ContainerAction) error
 	// Destroy deletes what the provider made for the suite and checks nothing is left.

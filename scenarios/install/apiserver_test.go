@@ -270,6 +270,10 @@ func TestChartOnAPIServer(t *testing.T) {
 		s.assertCan(t, platform, operator, watchDGD, true)
 	})
 
+	t.Run("metrics: the operators review tokens, the harness's scraper may read /metrics", func(t *testing.T) {
+		checkMetricsAccess(t, s, platform, teamA, operator)
+	})
+
 	t.Run("helm upgrade keeps the caBundles the operator injected", func(t *testing.T) {
 		first := decodeBase64(t, testCABundle(t))
 		s.injectCABundle(t, "dynamo-validating", "dynamo-mutating", first)

@@ -22,7 +22,7 @@ func TestOperatorArgs(t *testing.T) {
 			name:      "defaults",
 			namespace: testNamespace,
 			want: []string{
-				"--metrics-bind-address=:8080",
+				"--metrics-bind-address=:8443",
 				"--health-probe-bind-address=:8081",
 				"--webhook-port=9443",
 				"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs",
@@ -148,7 +148,7 @@ resources: {requests: {cpu: 100m, memory: 128Mi}, limits: {memory: 256Mi}}`)
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	assert.Equal(t, map[string]int32{"webhook-server": 9443, "metrics": 8080, "health": 8081}, ports)
+	assert.Equal(t, map[string]int32{"webhook-server": 9443, "metrics": 8443, "health": 8081}, ports)
 
 	require.NotNil(t, c.ReadinessProbe)
 	require.NotNil(t, c.LivenessProbe)
@@ -177,7 +177,10 @@ func TestServices(t *testing.T) {
 	assert.Equal(t, deploy.Spec.Selector.MatchLabels, svc.Spec.Selector, "the webhook Service selects the operator pods")
 
 	metrics := get[corev1.Service](t, o, "Service", "dynamo-metrics")
+	require.Len(t, metrics.Spec.Ports, 1)
 	assert.Equal(t, "metrics", metrics.Spec.Ports[0].TargetPort.String())
+	assert.Equal(t, int32(8443), metrics.Spec.Ports[0].Port)
+	assert.Equal(t, "https", ptrValue(metrics.Spec.Ports[0].AppProtocol), "/metrics is served over HTTPS")
 
 	assert.Nil(t, render(t, testNamespace, `{metrics: {service: {enabled: false}}}`).find("Service", "dynamo-metrics"))
 }

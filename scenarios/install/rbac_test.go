@@ -11,7 +11,7 @@ import (
 
 func TestRBACClusterWide(t *testing.T) {
 	o := render(t, "platform-system", "")
-	assert.Equal(t, []string{"dynamo-operator"}, o.names("ClusterRole"))
+	assert.ElementsMatch(t, []string{"dynamo-operator", "dynamo-operator-metrics-auth", "dynamo-metrics-reader"}, o.names("ClusterRole"))
 	role := get[rbacv1.ClusterRole](t, o, "ClusterRole", "dynamo-operator")
 	binding := get[rbacv1.ClusterRoleBinding](t, o, "ClusterRoleBinding", "dynamo-operator")
 	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "dynamo-operator"}, binding.RoleRef)
@@ -53,12 +53,13 @@ func TestRBACNamespaceRestricted(t *testing.T) {
 			assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "dynamo-operator"}, binding.RoleRef)
 			assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "dynamo-operator", Namespace: "team-a"}}, binding.Subjects)
 
+			metricsOnly := []string{"dynamo-operator-team-a-metrics-auth", "dynamo-metrics-reader-team-a"}
 			if !tc.clusterRole {
-				assert.Empty(t, o.ofKind("ClusterRole"), "no cluster-scoped permissions at all")
-				assert.Empty(t, o.ofKind("ClusterRoleBinding"))
+				assert.ElementsMatch(t, metricsOnly, o.names("ClusterRole"), "no cluster-scoped permissions but the metrics authentication")
+				assert.Equal(t, []string{"dynamo-operator-team-a-metrics-auth"}, o.names("ClusterRoleBinding"))
 				return
 			}
-			assert.Equal(t, []string{"dynamo-operator-team-a"}, o.names("ClusterRole"), "cluster-scoped names carry the namespace, like the webhook configurations")
+			assert.ElementsMatch(t, append(metricsOnly, "dynamo-operator-team-a"), o.names("ClusterRole"), "cluster-scoped names carry the namespace, like the webhook configurations")
 			clusterRole := get[rbacv1.ClusterRole](t, o, "ClusterRole", "dynamo-operator-team-a")
 			clusterBinding := get[rbacv1.ClusterRoleBinding](t, o, "ClusterRoleBinding", "dynamo-operator-team-a")
 			assert.Equal(t, "dynamo-operator-team-a", clusterBinding.RoleRef.Name)
@@ -73,6 +74,36 @@ func TestRBACNamespaceRestricted(t *testing.T) {
 			for _, verb := range []string{"get", "list", "watch", "create"} {
 				assert.False(t, allows(clusterRole.Rules, "coordination.k8s.io", "leases", verb, ""), "no cluster-scoped lease permission (%s)", verb)
 			}
+		})
+	}
+}
+
+// /metrics is served to bearer tokens the API server authenticates and authorizes: the
+// operator may create TokenReviews and SubjectAccessReviews (nothing else, in any topology),
+// and <release>-metrics-reader is what a scraper is bound to.
+func TestRBACMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		name, namespace, values, auth, reader string
+	}{
+		{"cluster-wide", "platform-system", "", "dynamo-operator-metrics-auth", "dynamo-metrics-reader"},
+		{"restricted", "team-a", `{namespaceRestriction: {enabled: true}, crds: {install: false}}`, "dynamo-operator-team-a-metrics-auth", "dynamo-metrics-reader-team-a"},
+		{"restricted, cert-manager", "team-a", `{namespaceRestriction: {enabled: true}, crds: {install: false}, webhook: {certManager: {enabled: true}}}`,
+			"dynamo-operator-team-a-metrics-auth", "dynamo-metrics-reader-team-a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := render(t, tc.namespace, tc.values)
+			auth := get[rbacv1.ClusterRole](t, o, "ClusterRole", tc.auth)
+			assert.Equal(t, []rbacv1.PolicyRule{
+				{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+				{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+			}, auth.Rules)
+			binding := get[rbacv1.ClusterRoleBinding](t, o, "ClusterRoleBinding", tc.auth)
+			assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: tc.auth}, binding.RoleRef)
+			assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "dynamo-operator", Namespace: tc.namespace}}, binding.Subjects)
+
+			reader := get[rbacv1.ClusterRole](t, o, "ClusterRole", tc.reader)
+			assert.Equal(t, []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}, reader.Rules)
+			assert.Nil(t, o.find("ClusterRoleBinding", tc.reader), "the chart binds the reader to nobody: that is the user's choice")
 		})
 	}
 }

@@ -116,6 +116,11 @@ func (r *Release) ValidatingName() string { return r.configName("validating") }
 // MutatingName is the release's MutatingWebhookConfiguration (named like ValidatingName).
 func (r *Release) MutatingName() string { return r.configName("mutating") }
 
+// MetricsReaderName is the ClusterRole granting get on the operator's /metrics:
+// <release>-metrics-reader, or <release>-metrics-reader-<namespace> for a namespace-restricted
+// release.
+func (r *Release) MetricsReaderName() string { return r.configName("metrics-reader") }
+
 func (r *Release) configName(kind string) string {
 	if ns := r.RestrictedNamespace(); ns != "" {
 		return r.name() + "-" + kind + "-" + ns

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -58,8 +60,17 @@ const (
 	labelResult           = "result"
 	labelNamespace        = "namespace"
 	metricsContainerPort  = "metrics"
-	defaultMetricsPortNum = 8080
+	defaultMetricsPortNum = 8443
 )
+
+// metricsReaders holds one install.MetricsReader (and so one token) per cluster and release.
+var metricsReaders sync.Map
+
+func (o operator) metricsReader(c *suite.Cluster) *install.MetricsReader {
+	key := fmt.Sprintf("%p/%s", c, o.rel)
+	r, _ := metricsReaders.LoadOrStore(key, install.NewMetricsReader(c.Kube(), o.rel))
+	return r.(*install.MetricsReader)
+}
 
 // operator is one of the topology's two operators, as the scenarios observe it.
 type operator struct {
@@ -104,9 +115,10 @@ type sample struct {
 	value  float64
 }
 
-// scrape reads /metrics of every running pod through the API server's pod proxy
-// (GET /api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy/metrics), the way `kubectl get --raw`
-// would, so it works wherever the API server can reach pods.
+// scrape reads /metrics of every running pod as a user's Prometheus does: HTTPS with the bearer
+// token of a ServiceAccount bound to the release's metrics-reader ClusterRole
+// (install.MetricsReader), on a connection the cluster provider opens to the pod. (The API
+// server's pod proxy cannot carry it: the API server consumes the Authorization header.)
 func (o operator) scrape(ctx context.Context, c *suite.Cluster) (metrics, error) {
 	pods, err := o.runningPods(ctx, c)
 	if err != nil {
@@ -117,10 +129,10 @@ func (o operator) scrape(ctx context.Context, c *suite.Cluster) (metrics, error)
 	}
 	var out metrics
 	for _, p := range pods {
-		port := strconv.Itoa(metricsPort(&p))
-		raw, err := c.Kube().CoreV1().Pods(p.Namespace).ProxyGet("http", p.Name, port, "/metrics", nil).DoRaw(ctx)
+		port := metricsPort(&p)
+		raw, err := o.scrapePod(ctx, c, &p, port)
 		if err != nil {
-			return nil, fmt.Errorf("scraping /metrics of pod %s/%s (port %s) through the API server's pod proxy: %w", p.Namespace, p.Name, port, err)
+			return nil, fmt.Errorf("scraping /metrics of pod %s/%s (port %d): %w", p.Namespace, p.Name, port, err)
 		}
 		parser := expfmt.NewTextParser(model.UTF8Validation)
 		families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
@@ -150,12 +162,38 @@ func (o operator) scrape(ctx context.Context, c *suite.Cluster) (metrics, error)
 	return out, nil
 }
 
-// metricsPort is the pod's container port named "metrics" (the chart's 8080).
-func metricsPort(p *corev1.Pod) int {
+// scrapePod GETs https://<pod>:<port>/metrics with the reader's token.
+func (o operator) scrapePod(ctx context.Context, c *suite.Cluster, p *corev1.Pod, port int32) ([]byte, error) {
+	client := o.metricsReader(c).Client(func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return c.DialPod(ctx, p, port)
+	})
+	defer client.CloseIdleConnections()
+	url := "https://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port))) + "/metrics"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: HTTP %d: %.200s", url, resp.StatusCode, body)
+	}
+	return body, nil
+}
+
+// metricsPort is the pod's container port named "metrics" (the chart's 8443).
+func metricsPort(p *corev1.Pod) int32 {
 	for _, ct := range p.Spec.Containers {
 		for _, port := range ct.Ports {
 			if port.Name == metricsContainerPort {
-				return int(port.ContainerPort)
+				return port.ContainerPort
 			}
 		}
 	}

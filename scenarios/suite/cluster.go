@@ -121,6 +121,12 @@ func (c *Cluster) Container(ctx context.Context, pod *corev1.Pod, container stri
 	return c.backend.Container(ctx, pod, container, action)
 }
 
+// DialPod opens a TCP connection to port of a running pod, however the provider reaches pod
+// addresses (directly, from a node, or through a port-forward).
+func (c *Cluster) DialPod(ctx context.Context, pod *corev1.Pod, port int32) (net.Conn, error) {
+	return c.backend.DialPod(ctx, pod, port)
+}
+
 // ServedCertificates connects to Service ns/name on port the way the API server does (TLS,
 // ServerName <name>.<ns>.svc) and returns the certificate chain the server presents. It does not
 // verify the chain: scenarios compare what is served with what should be.

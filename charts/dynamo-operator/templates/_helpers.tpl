@@ -38,6 +38,18 @@ configurations do), so the cluster-wide and a restricted release may share a rel
 {{- end -}}
 {{- end -}}
 
+{{/*
+The ClusterRole that lets a scraper read /metrics: bind it to Prometheus' ServiceAccount. Named
+like the other cluster-scoped objects: a restricted release appends its namespace.
+*/}}
+{{- define "dynamo-operator.metricsReaderName" -}}
+{{- if .Values.namespaceRestriction.enabled -}}
+{{ .Release.Name }}-metrics-reader-{{ include "dynamo-operator.restrictedNamespace" . }}
+{{- else -}}
+{{ .Release.Name }}-metrics-reader
+{{- end -}}
+{{- end -}}
+
 {{- define "dynamo-operator.serviceAccountName" -}}
 {{ include "dynamo-operator.operatorName" . }}
 {{- end -}}

@@ -24,6 +24,17 @@ func (b *backend) DialService(ctx context.Context, clusterIP string, port int32)
 	if err != nil {
 		return nil, err
 	}
+	return b.forward(ctx, pod, podPort)
+}
+
+// DialPod port-forwards to port of pod through the API server.
+func (b *backend) DialPod(ctx context.Context, pod *corev1.Pod, port int32) (net.Conn, error) {
+	return b.forward(ctx, pod, port)
+}
+
+// forward opens a port-forward through the API server to podPort of pod and a connection
+// through it; closing the connection ends the port-forward.
+func (b *backend) forward(ctx context.Context, pod *corev1.Pod, podPort int32) (net.Conn, error) {
 	transport, upgrader, err := spdy.RoundTripperFor(b.rest)
 	if err != nil {
 		return nil, err

@@ -125,6 +125,14 @@ func (b backend) DialService(ctx context.Context, clusterIP string, port int32) 
 	return b.p.DialService(ctx, clusterIP, port)
 }
 
+// DialPod connects from the control-plane node, like DialService: pod IPs are routed there.
+func (b backend) DialPod(ctx context.Context, pod *corev1.Pod, port int32) (net.Conn, error) {
+	if pod.Status.PodIP == "" {
+		return nil, fmt.Errorf("pod %s/%s has no IP", pod.Namespace, pod.Name)
+	}
+	return b.p.DialService(ctx, pod.Status.PodIP, port)
+}
+
 func (b backend) Container(ctx context.Context, pod *corev1.Pod, container string, action cluster.ContainerAction) error {
 	return b.p.Container(ctx, pod, container, action)
 }

@@ -99,6 +99,15 @@ func (b backend) DialService(ctx context.Context, clusterIP string, port int32) 
 	return d.DialContext(ctx, "tcp", net.JoinHostPort(clusterIP, strconv.Itoa(int(port))))
 }
 
+// DialPod dials the pod IP directly: pods are on a bridge of this host.
+func (b backend) DialPod(ctx context.Context, pod *corev1.Pod, port int32) (net.Conn, error) {
+	if pod.Status.PodIP == "" {
+		return nil, fmt.Errorf("pod %s/%s has no IP", pod.Namespace, pod.Name)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port))))
+}
+
 // processContainerPrefix is how the process node reports a container: a host process leading
 // its own process group, containerID process://<pid> (scenarios/procnode/CONTRACT.md).
 const processContainerPrefix = "process://"

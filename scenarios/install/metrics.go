@@ -1,0 +1,139 @@
+package install
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// MetricsScraper is the ServiceAccount, in the release namespace, that the harness scrapes an
+// operator's /metrics as.
+const MetricsScraper = "gauntlet-metrics-scraper"
+
+// metricsTokenTTL is how long a scraper token is valid; MetricsReader renews it at half time.
+const metricsTokenTTL = time.Hour
+
+// MetricsReader reads a release's /metrics the way a user's Prometheus does: the operator serves
+// it over HTTPS (a self-signed certificate) to bearer tokens allowed to get /metrics, and the
+// reader's token belongs to ServiceAccount MetricsScraper bound to the release's metrics-reader
+// ClusterRole. The binding (and the ServiceAccount) are owned by that ClusterRole, so
+// uninstalling the release removes them.
+type MetricsReader struct {
+	kube kubernetes.Interface
+	rel  *Release
+
+	mu      sync.Mutex
+	token   string
+	renewAt time.Time
+}
+
+// NewMetricsReader returns a reader of r's metrics; nothing is created before the first Token.
+func NewMetricsReader(kube kubernetes.Interface, r *Release) *MetricsReader {
+	return &MetricsReader{kube: kube, rel: r}
+}
+
+// Token returns a bearer token allowed to get /metrics from r's operator, creating the
+// ServiceAccount and its binding the first time and a new token when half the last one's
+// lifetime is gone.
+func (m *MetricsReader) Token(ctx context.Context) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.token != "" && time.Now().Before(m.renewAt) {
+		return m.token, nil
+	}
+	d := m.rel.withDefaults()
+	reader := m.rel.MetricsReaderName()
+	role, err := m.kube.RbacV1().ClusterRoles().Get(ctx, reader, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading ClusterRole %s, which grants get /metrics of %s: %w", reader, m.rel, err)
+	}
+	owner := []metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: role.Name, UID: role.UID}}
+	// Left over from an earlier install of the release, they are still owned by its deleted
+	// ClusterRole: the garbage collector would remove them under us. Adopt them.
+	sas := m.kube.CoreV1().ServiceAccounts(d.Namespace)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: MetricsScraper, Namespace: d.Namespace, OwnerReferences: owner}}
+	if _, err := sas.Create(ctx, sa, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		if sa, err = sas.Get(ctx, MetricsScraper, metav1.GetOptions{}); err == nil && !ownedBy(sa.OwnerReferences, role.UID) {
+			sa.OwnerReferences = owner
+			_, err = sas.Update(ctx, sa, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			return "", fmt.Errorf("adopting ServiceAccount %s/%s: %w", d.Namespace, MetricsScraper, err)
+		}
+	} else if err != nil {
+		return "", fmt.Errorf("creating ServiceAccount %s/%s to scrape %s: %w", d.Namespace, MetricsScraper, m.rel, err)
+	}
+	crbs := m.kube.RbacV1().ClusterRoleBindings()
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: reader + "-" + MetricsScraper, OwnerReferences: owner},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: reader},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: MetricsScraper, Namespace: d.Namespace}},
+	}
+	if _, err := crbs.Create(ctx, binding, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		if binding, err = crbs.Get(ctx, binding.Name, metav1.GetOptions{}); err == nil && !ownedBy(binding.OwnerReferences, role.UID) {
+			binding.OwnerReferences = owner
+			_, err = crbs.Update(ctx, binding, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			return "", fmt.Errorf("adopting ClusterRoleBinding %s: %w", reader+"-"+MetricsScraper, err)
+		}
+	} else if err != nil {
+		return "", fmt.Errorf("binding ClusterRole %s to ServiceAccount %s/%s: %w", reader, d.Namespace, MetricsScraper, err)
+	}
+	expiration := int64(metricsTokenTTL.Seconds())
+	tr, err := sas.CreateToken(ctx, MetricsScraper, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiration},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", d.Namespace, MetricsScraper, err)
+	}
+	m.token, m.renewAt = tr.Status.Token, time.Now().Add(metricsTokenTTL/2)
+	return m.token, nil
+}
+
+func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {
+	for _, r := range refs {
+		if r.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// Client is an HTTP client for the operator's metrics endpoint (https://<pod>:<port>/metrics):
+// every request carries Token as its bearer; the operator's self-signed metrics certificate is
+// not verified (the token grants nothing but reading /metrics). dial, when not nil, opens
+// every connection, e.g. through the cluster provider.
+func (m *MetricsReader) Client(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &bearerTransport{reader: m, next: &http.Transport{
+		DialContext:     dial,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // self-signed; see above
+	}}}
+}
+
+type bearerTransport struct {
+	reader *MetricsReader
+	next   http.RoundTripper
+}
+
+func (b *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	token, err := b.reader.Token(req.Context())
+	if err != nil {
+		return nil, err
+	}
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+token)
+	return b.next.RoundTrip(req)
+}
