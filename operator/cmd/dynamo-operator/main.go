@@ -106,6 +106,10 @@ func run(ctx context.Context, cfg *rest.Config, opts options) (err error) {
 	if err := mgr.Add(certController); err != nil {
 		return fmt.Errorf("adding the certificate controller: %w", err)
 	}
+	// The leader's part: generating certificates and injecting caBundles (automatic mode).
+	if err := mgr.Add(certController.Leader()); err != nil {
+		return fmt.Errorf("adding the certificate controller's leader part: %w", err)
+	}
 	readyChecks := map[string]healthz.Checker{"serving-certificate": certController.ReadyCheck}
 
 	var exclusions webhook.ExclusionChecker
@@ -158,20 +162,27 @@ func run(ctx context.Context, cfg *rest.Config, opts options) (err error) {
 }
 
 // managerOptions wires the webhook server (serverTLS, certificates from the certificate
-// controller), metrics (HTTPS with authentication and authorization unless
-// --metrics-secure=false), probes and — for a restricted operator — a cache limited
-// to its namespace.
+// controller, started once a certificate is loaded), metrics (HTTPS with authentication and
+// authorization unless --metrics-secure=false), probes, leader election and — for a
+// restricted operator — a cache limited to its namespace.
 func managerOptions(opts options, certController *certs.Controller) ctrl.Options {
 	o := ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsOptions(opts),
 		HealthProbeBindAddress: opts.probeAddr,
 		PprofBindAddress:       opts.pprofAddr,
-		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
+		WebhookServer: certController.GateWebhookServer(ctrlwebhook.NewServer(ctrlwebhook.Options{
 			Port:    opts.webhookPort,
 			CertDir: opts.certDir,
 			TLSOpts: []func(*tls.Config){serverTLS, certController.TLSConfig},
-		}),
+		})),
+		// One leader runs the reconcilers and the certificate controller's leader part; every
+		// replica serves the webhooks. A stopping leader releases the Lease, so a rollout's new
+		// pod takes over at once instead of after the Lease expires.
+		LeaderElection:                opts.leaderElect,
+		LeaderElectionID:              opts.leaderElectionID,
+		LeaderElectionNamespace:       opts.operatorNamespace,
+		LeaderElectionReleaseOnCancel: true,
 	}
 	if opts.restrictNamespace != "" {
 		o.Cache = namespacescope.CacheOptions(opts.restrictNamespace)
@@ -226,6 +237,7 @@ func (o options) certOptions() certs.Options {
 		ServerValidity: o.serverValidity,
 		LookAhead:      o.certLookAhead,
 		CheckInterval:  o.certCheckEvery,
+		LeaderElection: o.leaderElect,
 	}
 	if o.validatingName != "" {
 		c.ValidatingWebhookConfigurations = []string{o.validatingName}

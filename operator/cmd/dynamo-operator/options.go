@@ -37,6 +37,9 @@ type options struct {
 	restrictNamespace string
 	leases            namespacescope.Timings
 
+	leaderElect      bool
+	leaderElectionID string
+
 	defaultDGDRImage  string
 	latencyInjection  time.Duration
 	operatorNamespace string
@@ -67,6 +70,8 @@ func parseOptions(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.restrictNamespace, "restrict-to-namespace", "", "Run namespace-restricted in this namespace (holds the namespace lock Lease); empty runs cluster-wide.")
 	o.leases = namespacescope.DefaultTimings()
 	o.leases.BindFlags(fs)
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect one leader among the replicas (a Lease in the operator's namespace): only the leader runs the reconcilers and, in automatic certificate mode, generates certificates and injects caBundles; every replica serves the webhooks. false: this process does all of it (one replica only).")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", "dynamo-operator-leader", "Name of the leader-election Lease in the operator's namespace (not the namespace lock Lease "+namespacescope.LeaseName+").")
 	fs.StringVar(&o.defaultDGDRImage, "dgdr-default-image", "nvcr.io/nvidia/ai-dynamo/dynamo-frontend:"+version.Version, "Image the mutating webhook sets on DynamoGraphDeploymentRequests that name none.")
 	fs.DurationVar(&o.latencyInjection, "webhook-latency-injection", 0, "TEST ONLY: delay every validating and mutating webhook call by this much (troubleshooting scenario T9, a webhook slower than timeoutSeconds); 0 disables it. Never set it in production.")
 	fs.StringVar(&o.operatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "Namespace the operator runs in (default $POD_NAMESPACE).")
@@ -93,6 +98,9 @@ func (o options) validate() error {
 	}
 	if o.certMode == certs.ModeAutomatic && o.webhookService == "" {
 		errs = append(errs, errors.New("--webhook-service is required with --webhook-cert-mode=automatic: the certificate's SANs name it"))
+	}
+	if o.leaderElect && (o.leaderElectionID == "" || o.leaderElectionID == namespacescope.LeaseName) {
+		errs = append(errs, fmt.Errorf("--leader-election-id=%q: must name a Lease of its own (not empty, not the namespace lock %s)", o.leaderElectionID, namespacescope.LeaseName))
 	}
 	if o.restrictNamespace != "" && o.podName == "" {
 		errs = append(errs, errors.New("--pod-name is empty: a namespace-restricted operator needs it (or $POD_NAME) as its Lease holder identity"))
