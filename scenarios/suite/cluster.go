@@ -39,6 +39,7 @@ type Cluster struct {
 	certManagerNamespace string
 	serviceNetwork       bool
 	backend              cluster.Backend
+	ledger               *ledger
 }
 
 // newCluster connects to the cluster kubeconfig points at.
@@ -48,7 +49,10 @@ func newCluster(name, provider, operatorVersion string, h *cluster.Handle, logf 
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
 	c := &Cluster{name: name, provider: provider, kubeconfig: h.Kubeconfig, rest: cfg, operatorVersion: operatorVersion,
-		certManagerNamespace: h.CertManagerNamespace, serviceNetwork: h.ServiceNetworkFromHost, backend: h.Backend}
+		certManagerNamespace: h.CertManagerNamespace, serviceNetwork: h.ServiceNetworkFromHost, backend: h.Backend,
+		ledger: newLedger()}
+	// Every client made from this config (c.RESTConfig() included) records its writes.
+	cfg.Wrap(c.ledger.wrap)
 	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("building a Kubernetes client for cluster %s: %w", name, err)
 	}

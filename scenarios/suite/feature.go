@@ -69,6 +69,8 @@ func (f *recordedFeature) buildSteps() []types.Step {
 			steps = append(steps, st)
 		}
 	}
+	steps = append(steps, step{name: "nothing lost", level: types.LevelAssess,
+		fn: f.watch(step{name: "nothing lost: every object the scenario wrote is there with its last written spec", level: types.LevelAssess, fn: f.nothingLost})})
 	steps = append(steps, step{name: "collect artifacts of a failure", level: types.LevelTeardown, fn: f.collectIfFailed})
 	return append(steps, teardowns...)
 }
@@ -81,6 +83,7 @@ func (f *recordedFeature) start(ctx context.Context, t *testing.T, _ *envconf.Co
 	f.mu.Lock()
 	f.t, f.started = t, time.Now()
 	f.mu.Unlock()
+	s.cluster.ledger.begin(f.id())
 	running.Store(t.Name(), f.id())
 	s.progress.printf("▶ %s", f.Name())
 	t.Cleanup(f.finish)
@@ -103,6 +106,28 @@ func (f *recordedFeature) watch(st types.Step) types.StepFunc {
 		}()
 		return st.Func()(ctx, t, cfg)
 	}
+}
+
+// nothingLost checks the ledger after the scenario's assessments: every Dynamo object it created
+// and did not delete is still there, the same object, with the spec it last wrote. It is not
+// judged when an assessment already failed: the scenario stopped half-way.
+func (f *recordedFeature) nothingLost(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+	f.mu.Lock()
+	failed := len(f.failedSteps) > 0
+	f.mu.Unlock()
+	if failed {
+		t.Log("not checked: an assessment failed")
+		return ctx
+	}
+	lost, checked, err := f.suite.cluster.ledger.lost(ctx, f.suite.cluster.Dynamic(), f.id())
+	expect.NoError(t, err, "checking the objects %s wrote", f.id())
+	for _, l := range lost {
+		expect.Errorf(t, "expected every object the scenario wrote to be there with its last written spec; %s", l)
+	}
+	if len(lost) == 0 && checked > 0 {
+		t.Logf("%d object(s) written by %s are there with their last written spec", checked, f.id())
+	}
+	return ctx
 }
 
 func (f *recordedFeature) collectIfFailed(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
