@@ -47,7 +47,7 @@ func (f *apiForwarder) serve() {
 		go func() {
 			f.track(conn, true)
 			defer f.track(conn, false)
-			defer conn.Close()
+			defer func() { _ = conn.Close() }() // the pod's side; the forward is over either way
 			backend, err := net.DialTimeout("tcp", f.target, 5*time.Second)
 			if err != nil {
 				klog.ErrorS(err, "forwarding pod connection to the apiserver", "target", f.target)

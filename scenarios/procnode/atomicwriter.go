@@ -35,7 +35,7 @@ func writeAtomically(dir string, payload map[string]volumeFile) (bool, error) {
 			return false, err
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // G301: a volume's directory is 0755, as kubelet makes it; pods see it
 		return false, fmt.Errorf("creating volume dir %s: %w", dir, err)
 	}
 	oldTS, err := os.Readlink(filepath.Join(dir, dataDirName))
@@ -58,7 +58,7 @@ func writeAtomically(dir string, payload map[string]volumeFile) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("creating timestamped dir in %s: %w", dir, err)
 	}
-	if err := os.Chmod(tsDir, 0o755); err != nil {
+	if err := os.Chmod(tsDir, 0o755); err != nil { //nolint:gosec // G302: kubelet's AtomicWriter makes the timestamped dir 0755; pods see it
 		return false, fmt.Errorf("chmod %s: %w", tsDir, err)
 	}
 	if err := writePayload(tsDir, payload); err != nil {
@@ -127,7 +127,7 @@ func writePayload(root string, payload map[string]volumeFile) error {
 	for _, p := range paths {
 		f := payload[p]
 		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil { //nolint:gosec // G301: nested volume dirs are 0755, as kubelet makes them
 			return fmt.Errorf("creating dir for %s: %w", full, err)
 		}
 		if err := os.WriteFile(full, f.data, f.mode); err != nil {
@@ -170,7 +170,7 @@ func payloadMatches(tsDir string, payload map[string]volumeFile) (bool, map[stri
 			same = false
 			return nil
 		}
-		got, err := os.ReadFile(path)
+		got, err := os.ReadFile(path) //nolint:gosec // G304: a file of the volume this writer owns, found by WalkDir
 		if err != nil {
 			return err
 		}

@@ -62,7 +62,7 @@ func pickRunRanges() error {
 	if err != nil {
 		return err
 	}
-	for _, id := range mathrand.Perm(250) {
+	for _, id := range mathrand.Perm(250) { //nolint:gosec // G404: spreads parallel runs over address ranges; nothing secret
 		id++
 		pod := fmt.Sprintf("10.246.%d.0/24", id)
 		daemon := fmt.Sprintf("10.247.%d.0/24", id)
@@ -183,7 +183,7 @@ func startTestCluster() (_ *testCluster, err error) {
 	c.env = &envtest.Environment{BinaryAssetsDirectory: assets}
 	api := c.env.ControlPlane.GetAPIServer()
 	api.CertDir = certDir
-	api.SecureServing.CA = caPEM
+	api.CA = caPEM
 	api.Configure().
 		Set("service-cluster-ip-range", testServiceCIDR).
 		Set("endpoint-reconciler-type", "none").
@@ -207,12 +207,12 @@ func startTestCluster() (_ *testCluster, err error) {
 	}
 
 	c.podserver = filepath.Join(tmp, "podserver")
-	build := exec.Command("go", "build", "-o", c.podserver, "./testdata/podserver")
+	build := exec.Command("go", "build", "-o", c.podserver, "./testdata/podserver") //nolint:gosec // G204: go build of this package's testdata into the test's temp dir
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building testdata/podserver: %v\n%s", err, out)
 	}
 	images, _ := json.Marshal(map[string]string{testImage: c.podserver})
-	if err := os.WriteFile(c.imagesFile, images, 0o644); err != nil {
+	if err := os.WriteFile(c.imagesFile, images, 0o600); err != nil {
 		return nil, err
 	}
 
@@ -243,7 +243,7 @@ func (c *testCluster) startControllerManager(assets, caFile string) error {
 	if err != nil {
 		return err
 	}
-	c.kcm = exec.Command(filepath.Join(assets, "kube-controller-manager"),
+	c.kcm = exec.Command(filepath.Join(assets, "kube-controller-manager"), //nolint:gosec // G204: the control-plane binary from the assets dir
 		"--kubeconfig="+kubeconfig,
 		"--controllers=serviceaccount,root-ca-cert-publisher,endpointslice,deployment,replicaset",
 		"--leader-elect=false",
@@ -341,8 +341,8 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	port := l.Addr().(*net.TCPAddr).Port
+	return port, l.Close()
 }
 
 func writeKubeconfig(cfg *rest.Config, path string) error {

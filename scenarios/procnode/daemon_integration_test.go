@@ -28,7 +28,7 @@ func TestDaemonBinary(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gauntlet-node")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/gauntlet-node").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/gauntlet-node").CombinedOutput(); err != nil { //nolint:gosec // G204: go build of the node daemon into t.TempDir()
 		t.Fatalf("building gauntlet-node: %v\n%s", err, out)
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
@@ -40,11 +40,12 @@ func TestDaemonBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateDir, ready := filepath.Join(dir, "state"), filepath.Join(dir, "ready")
-	logFile, err := os.Create(filepath.Join(dir, "gauntlet-node.log"))
+	logFile, err := os.Create(filepath.Join(dir, "gauntlet-node.log")) //nolint:gosec // G304: a log file under t.TempDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }() // the daemon's log, only read back on failure
+	//nolint:gosec // G204: the daemon binary this test just built
 	daemon := exec.Command(bin,
 		"--kubeconfig", kubeconfig,
 		"--node-name", daemonNodeName,

@@ -56,12 +56,12 @@ func TestHostNetworkFallback(t *testing.T) {
 	pod := simplePod("hostnet", testImage+":v1", "-listen", "127.0.0.1:"+strconv.Itoa(podPort))
 	pod.Spec.NodeName = nodeName
 	pod.Labels = map[string]string{"app": "hostnet"}
-	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: int32(podPort)}}
+	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: clampInt32(podPort)}}
 	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
 		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}},
 		PeriodSeconds: 1,
 	}
-	pod.Spec.Volumes = []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "hostnet-config"}}}}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "hostnet-config"}}}} //nolint:gosec // G101: the name of a Kubernetes Secret, not a credential
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: "/unused"}}
 	mustSucceed(t, objErr(c.client.CoreV1().Secrets(testNamespace).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "hostnet-config"}, Data: map[string][]byte{"greeting": []byte("hello")},

@@ -27,12 +27,12 @@ func TestImageRepositoryIgnoresTagDigestAndDockerHubPrefix(t *testing.T) {
 func TestImageMapResolvesByRepositoryAndRereadsTheFile(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "operator")
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o700); err != nil { //nolint:gosec // G306: a fake image binary; the image map wants it executable
 		t.Fatal(err)
 	}
 	file := filepath.Join(dir, "images.json")
 	m := imageMap{file: file}
-	if err := os.WriteFile(file, []byte(`{}`), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(`{}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, err := m.resolve("ghcr.io/x/operator:v2")
@@ -44,7 +44,7 @@ func TestImageMapResolvesByRepositoryAndRereadsTheFile(t *testing.T) {
 		t.Fatalf("error %q names neither the image nor the map file", msg)
 	}
 	// The provider may add an image while the node runs.
-	if err := os.WriteFile(file, []byte(`{"ghcr.io/x/operator:latest": "`+bin+`"}`), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(`{"ghcr.io/x/operator:latest": "`+bin+`"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	got, err := m.resolve("ghcr.io/x/operator@sha256:0123")
@@ -56,11 +56,11 @@ func TestImageMapResolvesByRepositoryAndRereadsTheFile(t *testing.T) {
 func TestImageMapRejectsNonExecutableBinary(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "data")
-	if err := os.WriteFile(bin, nil, 0o644); err != nil {
+	if err := os.WriteFile(bin, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(dir, "images.json")
-	if err := os.WriteFile(file, []byte(`{"op": "`+bin+`"}`), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(`{"op": "`+bin+`"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := (imageMap{file: file}).resolve("op:1"); err == nil || !strings.Contains(err.Error(), "not an executable file") {

@@ -26,7 +26,7 @@ func TestWriteTailKeepsTheLastLines(t *testing.T) {
 func TestLogRunsOrdersByRestartNumber(t *testing.T) {
 	dir := t.TempDir()
 	for _, f := range []string{"10.log", "2.log", "0.log", "notes.txt"} {
-		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -126,23 +126,25 @@ func (m *mountpoints) update(fn func(mountpointState) error) error {
 func (m *mountpoints) lock() (unlock func(), err error) {
 	path := filepath.Join(m.dir, "lock")
 	for {
-		if err := os.MkdirAll(m.dir, 0o755); err != nil {
+		// Only node daemons (root) use the registry: 0750 and 0600. Closing the lock file
+		// cannot fail in a way that matters: the descriptor goes, and with it the lock.
+		if err := os.MkdirAll(m.dir, 0o750); err != nil {
 			return nil, fmt.Errorf("creating the mount target registry %s: %w", m.dir, err)
 		}
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600) //nolint:gosec // G304: the registry's lock file in its fixed directory
 		if err != nil {
 			return nil, fmt.Errorf("opening the mount target registry lock: %w", err)
 		}
 		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-			f.Close()
+			_ = f.Close()
 			return nil, fmt.Errorf("locking the mount target registry %s: %w", m.dir, err)
 		}
 		locked, errLocked := f.Stat()
 		current, errCurrent := os.Stat(path)
 		if errLocked == nil && errCurrent == nil && os.SameFile(locked, current) {
-			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); _ = f.Close() }, nil
 		}
-		f.Close() // removed by the last node while this one waited: lock the new one
+		_ = f.Close() // removed by the last node while this one waited: lock the new one
 	}
 }
 
@@ -166,7 +168,7 @@ func writeMountpointState(file string, state mountpointState) error {
 		return err
 	}
 	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
 		return fmt.Errorf("writing the mount target registry: %w", err)
 	}
 	if err := os.Rename(tmp, file); err != nil {
@@ -216,12 +218,14 @@ func (m *mountpoints) ensure(path string, file bool) ([]string, error) {
 			}
 			var err error
 			if file && i == len(chain)-1 {
+				// Mount paths live in the host's tree (/var/run/secrets/…): they get the usual
+				// 0644 and 0755 of such paths, and the bind mount covers the last one.
 				var f *os.File
-				if f, err = os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
+				if f, err = os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil { //nolint:gosec // G302/G304: a pod's mount path, see above
 					err = f.Close()
 				}
 			} else {
-				err = os.Mkdir(p, 0o755)
+				err = os.Mkdir(p, 0o755) //nolint:gosec // G301: a pod's mount path, see above
 			}
 			if err != nil {
 				return fmt.Errorf("creating mount path %s: %w", p, err)

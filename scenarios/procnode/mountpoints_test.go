@@ -38,7 +38,7 @@ func assertExists(t *testing.T, path string, want bool, why string) {
 func TestMountpointsRemoveOnlyWhatTheyCreated(t *testing.T) {
 	root := t.TempDir()
 	existing := filepath.Join(root, "etc")
-	if err := os.Mkdir(existing, 0o755); err != nil {
+	if err := os.Mkdir(existing, 0o750); err != nil {
 		t.Fatal(err)
 	}
 	m := newTestMountpoints(t, t.TempDir(), "node")
@@ -59,7 +59,7 @@ func TestMountpointsKeepDirectoriesSomebodyFilled(t *testing.T) {
 	root := t.TempDir()
 	m := newTestMountpoints(t, t.TempDir(), "node")
 	held := mustEnsure(t, m, filepath.Join(root, "work"), false)
-	if err := os.WriteFile(filepath.Join(root, "work", "out.txt"), []byte("x"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "work", "out.txt"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	m.release(held)

@@ -98,7 +98,7 @@ func newBridgeNetwork(nodeName, bridgeName string, cidr *net.IPNet, stateDir str
 
 func (n *bridgeNetwork) mountNSDir() error {
 	n.unmountNSDir() // a leftover from a daemon that was killed
-	if err := os.MkdirAll(n.nsDir, 0o755); err != nil {
+	if err := os.MkdirAll(n.nsDir, 0o750); err != nil {
 		return fmt.Errorf("creating %s: %w", n.nsDir, err)
 	}
 	if err := unix.Mount(n.nsDir, n.nsDir, "", unix.MS_BIND, ""); err != nil {
@@ -150,7 +150,7 @@ func (n *bridgeNetwork) connect(uid, nsPath string, ip net.IP) error {
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", nsPath, err)
 	}
-	defer ns.Close()
+	defer func() { _ = ns.Close() }() // the handle only; the namespace lives on at nsPath
 
 	hostEnd, podEnd := vethNames(n.nodeName, uid)
 	veth := &netlink.Veth{
@@ -266,8 +266,8 @@ func (n *bridgeNetwork) allocate(uid string) (net.IP, error) {
 		return ip, nil
 	}
 	ones, bits := n.cidr.Mask.Size()
-	size := 1 << (bits - ones)
-	for i := 2; i < size-1; i++ {
+	size := uint64(1) << (bits - ones)
+	for i := uint32(2); uint64(i) < size-1; i++ {
 		ip := nthIP(n.cidr, i)
 		if !n.used[ip.String()] {
 			n.used[ip.String()] = true
@@ -288,10 +288,10 @@ func (n *bridgeNetwork) release(uid string) {
 }
 
 // nthIP is the i-th address of an IPv4 network.
-func nthIP(cidr *net.IPNet, i int) net.IP {
+func nthIP(cidr *net.IPNet, i uint32) net.IP {
 	base := binary.BigEndian.Uint32(cidr.IP.To4())
 	ip := make(net.IP, 4)
-	binary.BigEndian.PutUint32(ip, base+uint32(i))
+	binary.BigEndian.PutUint32(ip, base+i)
 	return ip
 }
 
@@ -320,7 +320,7 @@ func bridgeNameFor(nodeName string) string {
 // dedicated OS thread that is never returned to the Go scheduler: the thread's namespace
 // changes, so it must die with the goroutine.
 func createNetns(path string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444) //nolint:gosec // G304: the pod's netns path under the node's namespace dir
 	if err != nil {
 		return err
 	}

@@ -205,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	n.heartbeat(heartbeatCtx)
 
 	if cfg.ReadyFile != "" {
-		if err := os.WriteFile(cfg.ReadyFile, []byte(cfg.NodeName+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(cfg.ReadyFile, []byte(cfg.NodeName+"\n"), 0o600); err != nil {
 			return fmt.Errorf("writing ready file %s: %w", cfg.ReadyFile, err)
 		}
 		cleanups = append(cleanups, func() { _ = os.Remove(cfg.ReadyFile) })
@@ -292,10 +292,10 @@ func (c *Config) complete() error {
 
 // prepareStateDir creates the state dir and clears pod state a killed daemon left behind.
 func (n *node) prepareStateDir() error {
-	if err := os.MkdirAll(n.cfg.StateDir, 0o755); err != nil {
+	if err := os.MkdirAll(n.cfg.StateDir, 0o750); err != nil {
 		return fmt.Errorf("creating %s: %w", n.cfg.StateDir, err)
 	}
-	if err := os.WriteFile(filepath.Join(n.cfg.StateDir, "node.pid"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(n.cfg.StateDir, "node.pid"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		return fmt.Errorf("writing pid file: %w", err)
 	}
 	n.removePodState()

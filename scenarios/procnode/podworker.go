@@ -195,7 +195,7 @@ func (w *podWorker) ensureSandbox() error {
 	if w.sandbox {
 		return nil
 	}
-	if err := os.MkdirAll(w.dir, 0o755); err != nil {
+	if err := os.MkdirAll(w.dir, 0o750); err != nil { // 0750, as kubelet's pod dirs
 		return fmt.Errorf("creating pod dir %s: %w", w.dir, err)
 	}
 	if w.pod.Spec.HostNetwork {
@@ -222,10 +222,12 @@ func (w *podWorker) ensureSandbox() error {
 func (w *podWorker) writeNetworkFiles() error {
 	hosts := fmt.Sprintf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s\t%s\n", w.podIP, w.pod.Name)
 	resolv := "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
-	if err := os.WriteFile(filepath.Join(w.dir, "hosts"), []byte(hosts), 0o644); err != nil {
+	// 0644, as kubelet writes them: they become the pod's /etc/hosts and /etc/resolv.conf,
+	// which every user in the pod reads.
+	if err := os.WriteFile(filepath.Join(w.dir, "hosts"), []byte(hosts), 0o644); err != nil { //nolint:gosec // G306: see above
 		return fmt.Errorf("writing hosts file for pod %s/%s: %w", w.pod.Namespace, w.pod.Name, err)
 	}
-	if err := os.WriteFile(filepath.Join(w.dir, "resolv.conf"), []byte(resolv), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(w.dir, "resolv.conf"), []byte(resolv), 0o644); err != nil { //nolint:gosec // G306: see above
 		return fmt.Errorf("writing resolv.conf for pod %s/%s: %w", w.pod.Namespace, w.pod.Name, err)
 	}
 	return nil

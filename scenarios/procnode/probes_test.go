@@ -32,7 +32,7 @@ func TestHTTPProbeSucceedsOn2xx3xxAndFailsOtherwise(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	c := &corev1.Container{Name: "c", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(serverPort(t, srv))}}}
+	c := &corev1.Container{Name: "c", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: clampInt32(serverPort(t, srv))}}}
 	target := probeTarget{podIP: "127.0.0.1", container: c}
 
 	ok := &corev1.Probe{TimeoutSeconds: 1, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
@@ -68,7 +68,9 @@ func TestTCPProbe(t *testing.T) {
 	if err := probeOnce(context.Background(), p, target); err != nil {
 		t.Fatalf("TCP probe of a listener: %v", err)
 	}
-	ln.Close()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := probeOnce(context.Background(), p, target); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("TCP probe of a closed port = %v, want connection refused", err)
 	}

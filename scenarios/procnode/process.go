@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,25 +32,28 @@ type containerProcess struct {
 // container binary. isolate puts it into new mount and UTS namespaces (root only). It
 // returns once the binary has been exec'd, or with the init's error.
 func startProcess(self string, spec *initSpec, isolate bool, logPath string) (*containerProcess, error) {
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+	// The node's own files (only it reads container logs back): 0750 and 0600. Closing this
+	// process's ends of the log file and pipes below cannot fail in a way that matters: the
+	// child holds its own descriptors, and the outcome is its exit status.
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o750); err != nil {
 		return nil, fmt.Errorf("creating log dir for %s: %w", logPath, err)
 	}
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) //nolint:gosec // G304: the container's log path under the node's state dir
 	if err != nil {
 		return nil, fmt.Errorf("opening log file %s: %w", logPath, err)
 	}
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }()
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating init spec pipe: %w", err)
 	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
-		specR.Close()
-		specW.Close()
+		_ = specR.Close()
+		_ = specW.Close()
 		return nil, fmt.Errorf("creating init status pipe: %w", err)
 	}
-	defer statusR.Close()
+	defer func() { _ = statusR.Close() }()
 
 	cmd := exec.Command(self, podInitArg)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -79,17 +83,19 @@ func startProcess(self string, spec *initSpec, isolate bool, logPath string) (*c
 		runtime.UnlockOSThread()
 	}()
 	err = <-startErr
-	specR.Close()
-	statusW.Close()
+	_ = specR.Close()
+	_ = statusW.Close()
 	if err != nil {
-		specW.Close()
+		_ = specW.Close()
 		return nil, fmt.Errorf("starting init %s: %w", self, err)
 	}
 	raw, err := json.Marshal(spec)
 	if err == nil {
 		_, err = specW.Write(raw)
 	}
-	specW.Close()
+	if cerr := specW.Close(); err == nil {
+		err = cerr // the init reads the spec to EOF: a failed close is a failed send
+	}
 	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -129,14 +135,26 @@ func exitStatus(ps *os.ProcessState, err error) (int32, string) {
 	if ps == nil {
 		return 128, fmt.Sprintf("Error: %v", err)
 	}
-	code := int32(ps.ExitCode())
+	code := clampInt32(ps.ExitCode())
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		code = 128 + int32(ws.Signal())
+		code = 128 + clampInt32(int(ws.Signal()))
 	}
 	if code == 0 {
 		return 0, "Completed"
 	}
 	return code, "Error"
+}
+
+// clampInt32 converts n for an int32 API field, saturating at int32's bounds; the numbers
+// converted (exit codes, signal numbers, ports) are far inside them.
+func clampInt32(n int) int32 {
+	switch {
+	case n > math.MaxInt32:
+		return math.MaxInt32
+	case n < math.MinInt32:
+		return math.MinInt32
+	}
+	return int32(n)
 }
 
 // exited returns the exit code, reason and time; valid once done is closed.

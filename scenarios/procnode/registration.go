@@ -46,7 +46,7 @@ func hostMemoryBytes() int64 {
 	if err != nil {
 		return 8 << 30
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -114,7 +114,7 @@ func (n *node) postNodeStatus(ctx context.Context, ready bool) error {
 		node.Status.Capacity = capacity
 		node.Status.Allocatable = capacity
 		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.nodeIP}}
-		node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(n.cfg.KubeletPort)
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = clampInt32(n.cfg.KubeletPort) // validated as a port
 		node.Status.NodeInfo = corev1.NodeSystemInfo{
 			MachineID:               n.cfg.NodeName,
 			SystemUUID:              n.cfg.NodeName,

@@ -326,7 +326,7 @@ func (l *serviceListener) close() {
 
 // pipe copies both ways until both directions end, propagating half-closes.
 func pipe(a, b net.Conn) {
-	defer b.Close()
+	defer func() { _ = b.Close() }() // both directions have ended; nothing is left to flush
 	var wg sync.WaitGroup
 	wg.Add(2)
 	cp := func(dst, src net.Conn) {

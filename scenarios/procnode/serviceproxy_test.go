@@ -49,8 +49,11 @@ func freeServicePort(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return port
 }
 
 func backend(t *testing.T, body string) (string, int) {
@@ -68,7 +71,7 @@ func service(port int, target intstr.IntOrString) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			ClusterIP: proxyTestIP,
 			Selector:  map[string]string{"app": "op"},
-			Ports:     []corev1.ServicePort{{Name: "https", Port: int32(port), TargetPort: target}},
+			Ports:     []corev1.ServicePort{{Name: "https", Port: clampInt32(port), TargetPort: target}},
 		},
 	}
 }
@@ -77,7 +80,7 @@ func slice(ip string, port int, ready bool) *discoveryv1.EndpointSlice {
 	return &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Name: "webhook-abc", Namespace: "ns", Labels: map[string]string{discoveryv1.LabelServiceName: "webhook"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(clampInt32(port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)}}},
 	}
 }
@@ -91,7 +94,7 @@ func get(t *testing.T, addr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to the end below
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
 }
@@ -141,7 +144,7 @@ func TestServiceProxyWithoutSlicesResolvesNamedTargetPortsFromPods(t *testing.T)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "op-0", Namespace: "ns", Labels: map[string]string{"app": "op"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "op", Ports: []corev1.ContainerPort{
-			{Name: "webhook-server", ContainerPort: int32(port)}}}}},
+			{Name: "webhook-server", ContainerPort: clampInt32(port)}}}}},
 		Status: corev1.PodStatus{PodIP: ip, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}
 	_ = f.pods.Add(pod)

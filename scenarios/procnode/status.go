@@ -120,7 +120,7 @@ func (w *podWorker) initialized() bool {
 			}
 			continue
 		}
-		if !(r.completed && r.lastTerm != nil && r.lastTerm.ExitCode == 0) {
+		if !r.completed || r.lastTerm == nil || r.lastTerm.ExitCode != 0 {
 			return false
 		}
 	}

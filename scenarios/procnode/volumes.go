@@ -55,11 +55,11 @@ func setUpVolumes(ctx context.Context, src objectSource, pod *corev1.Pod, root s
 		dir := filepath.Join(root, v.Name)
 		switch {
 		case v.EmptyDir != nil:
-			if err := os.MkdirAll(dir, 0o777); err != nil {
+			if err := os.MkdirAll(dir, 0o777); err != nil { //nolint:gosec // G301: emptyDir is world-writable in kubelet; pods rely on it
 				return nil, fmt.Errorf("creating emptyDir %q for pod %s/%s: %w", v.Name, pod.Namespace, pod.Name, err)
 			}
 			// MkdirAll's mode is filtered by the umask; emptyDir is world-writable in kubelet.
-			if err := os.Chmod(dir, 0o777); err != nil {
+			if err := os.Chmod(dir, 0o777); err != nil { //nolint:gosec // G302: as above
 				return nil, fmt.Errorf("chmod emptyDir %q for pod %s/%s: %w", v.Name, pod.Namespace, pod.Name, err)
 			}
 		case v.HostPath != nil:
@@ -89,10 +89,11 @@ func setUpHostPath(hp *corev1.HostPathVolumeSource) error {
 		t = *hp.Type
 	}
 	switch t {
+	// What kubelet creates for these types: 0755 directories and 0644 files on the host.
 	case corev1.HostPathDirectoryOrCreate:
-		return os.MkdirAll(hp.Path, 0o755)
+		return os.MkdirAll(hp.Path, 0o755) //nolint:gosec // G301: kubelet's mode for DirectoryOrCreate
 	case corev1.HostPathFileOrCreate:
-		f, err := os.OpenFile(hp.Path, os.O_CREATE|os.O_RDONLY, 0o644)
+		f, err := os.OpenFile(hp.Path, os.O_CREATE|os.O_RDONLY, 0o644) //nolint:gosec // G302/G304: kubelet's mode for FileOrCreate, at the pod spec's path
 		if err != nil {
 			return err
 		}
@@ -157,11 +158,20 @@ func volumePayload(ctx context.Context, src objectSource, pod *corev1.Pod, v *co
 func fileMode(itemMode, defaultMode *int32) fs.FileMode {
 	switch {
 	case itemMode != nil:
-		return fs.FileMode(*itemMode)
+		return podFileMode(*itemMode)
 	case defaultMode != nil:
-		return fs.FileMode(*defaultMode)
+		return podFileMode(*defaultMode)
 	}
 	return defaultVolumeFileMode
+}
+
+// podFileMode is a mode from the pod spec, which API validation keeps within 0–0777; anything
+// else falls back to the default.
+func podFileMode(m int32) fs.FileMode {
+	if m < 0 || m > 0o777 {
+		return defaultVolumeFileMode
+	}
+	return fs.FileMode(m)
 }
 
 func addSecret(ctx context.Context, src objectSource, ns, name string, items []corev1.KeyToPath, optional *bool, defaultMode *int32, payload map[string]volumeFile) error {
@@ -246,7 +256,7 @@ func addServiceAccountToken(ctx context.Context, src objectSource, pod *corev1.P
 	}
 	mode := defaultVolumeFileMode
 	if defaultMode != nil {
-		mode = fs.FileMode(*defaultMode)
+		mode = podFileMode(*defaultMode)
 	}
 	payload[p.Path] = volumeFile{data: []byte(token), mode: mode}
 	return nil

@@ -110,7 +110,7 @@ func TestProjectedServiceAccountVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := paths["kube-api-access"]
-	for file, want := range map[string]string{"token": "token-for-ns/op--3607", "ca.crt": "ROOT", "namespace": "ns", "app": "op"} {
+	for file, want := range map[string]string{"token": "token-for-ns/op--3607", "ca.crt": "ROOT", "namespace": "ns", "app": "op"} { //nolint:gosec // G101: the fake token of the test's fake object source
 		if got := readVolumeFile(t, dir, file); got != want {
 			t.Errorf("%s = %q, want %q", file, got, want)
 		}
