@@ -231,7 +231,7 @@ func secretCA(ctx context.Context, c *suite.Cluster, r *install.Release) ([]byte
 	}
 	ca := s.Data["ca.crt"]
 	if len(ca) == 0 {
-		return nil, fmt.Errorf("Secret %s/%s has no ca.crt (keys: %v)", r.Namespace, r.SecretName(), keysOf(s))
+		return nil, fmt.Errorf("no ca.crt in Secret %s/%s (keys: %v)", r.Namespace, r.SecretName(), keysOf(s))
 	}
 	return ca, nil
 }

@@ -205,13 +205,13 @@ func checkInterval(ctx context.Context, c *suite.Cluster, r *install.Release) (t
 			if v, ok := strings.CutPrefix(a, "--cert-check-interval="); ok {
 				iv, err := time.ParseDuration(v)
 				if err != nil {
-					return 0, fmt.Errorf("Deployment %s/%s: parsing %s: %w", r.Namespace, r.DeploymentName(), a, err)
+					return 0, fmt.Errorf("parsing %s of Deployment %s/%s: %w", a, r.Namespace, r.DeploymentName(), err)
 				}
 				return iv, nil
 			}
 		}
 	}
-	return 0, fmt.Errorf("Deployment %s/%s has no --cert-check-interval argument", r.Namespace, r.DeploymentName())
+	return 0, fmt.Errorf("no --cert-check-interval argument in Deployment %s/%s", r.Namespace, r.DeploymentName())
 }
 
 // serviceAccount is the operator pods' ServiceAccount.

@@ -90,7 +90,7 @@ func kubeconfigPath() (string, error) {
 		return "", fmt.Errorf("PROVIDER=existing needs KUBECONFIG=<file> naming the cluster to run on: KUBECONFIG is not set")
 	}
 	path := filepath.SplitList(env)[0]
-	if _, err := os.Stat(path); err != nil {
+	if _, err := os.Stat(path); err != nil { //nolint:gosec // G703: the kubeconfig the user names in KUBECONFIG, on purpose
 		return "", fmt.Errorf("PROVIDER=existing: KUBECONFIG names %s: %w", path, err)
 	}
 	return path, nil
@@ -155,10 +155,10 @@ func (b *backend) ExportLogs(ctx context.Context, dir string) error {
 				raw = []byte("reading the log: " + err.Error() + "\n")
 			}
 			file := filepath.Join(dir, "pods", p.Namespace, p.Name, c.Name+".log")
-			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			if err := os.MkdirAll(filepath.Dir(file), 0o750); err != nil {
 				return err
 			}
-			if err := os.WriteFile(file, raw, 0o644); err != nil {
+			if err := os.WriteFile(file, raw, 0o600); err != nil {
 				return err
 			}
 		}

@@ -101,7 +101,7 @@ func (b *backend) endpointFor(ctx context.Context, clusterIP string, port int32)
 			}
 		}
 		if !found {
-			return nil, 0, fmt.Errorf("Service %s/%s has no port %d", svc.Namespace, svc.Name, port)
+			return nil, 0, fmt.Errorf("no port %d in Service %s/%s", port, svc.Namespace, svc.Name)
 		}
 		slices, err := b.kube.DiscoveryV1().EndpointSlices(svc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name})
 		if err != nil {

@@ -69,7 +69,7 @@ func (p *Provider) hostConfig(ctx context.Context) (*clusterConfig, error) {
 
 // loadClusterConfig reads a kind v1alpha4 Cluster, rejecting unknown fields.
 func loadClusterConfig(file string) (*v1alpha4.Cluster, error) {
-	raw, err := os.ReadFile(file)
+	raw, err := os.ReadFile(file) //nolint:gosec // G304: the cluster configuration the user passed (--config)
 	if err != nil {
 		return nil, fmt.Errorf("reading kind cluster configuration: %w", err)
 	}
@@ -140,7 +140,7 @@ func canLowerOOMScore() bool {
 
 // docker runs a docker command and returns its stdout; the error carries stderr.
 func docker(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "docker", args...)
+	cmd := exec.CommandContext(ctx, "docker", args...) //nolint:gosec // G204: docker with the arguments its callers in this package build
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

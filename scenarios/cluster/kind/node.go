@@ -36,8 +36,8 @@ func (p *Provider) DialService(ctx context.Context, clusterIP string, port int32
 	exited := make(chan error, 1)
 	go func() {
 		err := cmd.Run()
-		remote.Close()
-		stderrW.CloseWithError(io.EOF)
+		_ = remote.Close()                 // net.Pipe's Close never fails
+		_ = stderrW.CloseWithError(io.EOF) // io.Pipe's CloseWithError never fails
 		exited <- err
 	}()
 	connected, scanned := make(chan struct{}), make(chan struct{})
@@ -62,12 +62,12 @@ func (p *Provider) DialService(ctx context.Context, clusterIP string, port int32
 		return &execConn{Conn: local, cancel: cancel}, nil
 	case err := <-exited:
 		cancel()
-		local.Close()
+		_ = local.Close() // net.Pipe's Close never fails
 		<-scanned
 		return nil, fmt.Errorf("dial tcp %s (from node %s): %s", addr, node, socatError(lines, err))
 	case <-dialCtx.Done():
 		cancel()
-		local.Close()
+		_ = local.Close() // net.Pipe's Close never fails
 		return nil, fmt.Errorf("dial tcp %s (from node %s): %w", addr, node, dialCtx.Err())
 	}
 }

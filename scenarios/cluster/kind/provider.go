@@ -253,7 +253,7 @@ func (p *Provider) create(ctx context.Context) (kubeconfig string, err error) {
 	}
 	nodesStart := time.Now()
 	if err := pr.Step("Creating nodes from "+p.nodeImage, func() error {
-		if err := os.MkdirAll(filepath.Dir(p.GetKubeconfig()), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(p.GetKubeconfig()), 0o750); err != nil {
 			return err
 		}
 		created = true // kind removes what it made on failure; we remove the state dir

@@ -14,7 +14,7 @@ import (
 func writeConfig(t *testing.T, body string) string {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "cluster.yaml")
-	require.NoError(t, os.WriteFile(f, []byte(body), 0o644))
+	require.NoError(t, os.WriteFile(f, []byte(body), 0o600))
 	return f
 }
 

@@ -227,6 +227,7 @@ func list(args []string) error {
 	return nil
 }
 
+// listTop lists dir's top-level entries to w, best effort (a listing for a person to read).
 func listTop(w io.Writer, dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
@@ -234,7 +235,7 @@ func listTop(w io.Writer, dir string) {
 		if e.IsDir() {
 			suffix = "/"
 		}
-		fmt.Fprintf(w, "  %s%s\n", e.Name(), suffix)
+		_, _ = fmt.Fprintf(w, "  %s%s\n", e.Name(), suffix)
 	}
 }
 
