@@ -262,6 +262,27 @@ func TestChartOnAPIServer(t *testing.T) {
 		s.assertCan(t, platform, operator, secret, true, "automatic mode: the operator creates its certificate Secret")
 		secret.Namespace = "team-b"
 		s.assertCan(t, platform, operator, secret, false, "no Secret access outside the operator's namespace")
+		// Every other verb is limited to the certificate Secret's name; nothing lists Secrets.
+		for _, verb := range []string{"get", "watch", "update", "patch"} {
+			named := authorizationv1.ResourceAttributes{Resource: "secrets", Verb: verb, Namespace: platform, Name: "webhook-server-cert"}
+			s.assertCan(t, platform, operator, named, true, "the operator may %s its certificate Secret", verb)
+			named.Name = "someone-elses-secret"
+			s.assertCan(t, platform, operator, named, false, "the operator may not %s another Secret in its namespace", verb)
+		}
+		s.assertCan(t, platform, operator, authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "list", Namespace: platform}, false, "the operator may not list Secrets")
+
+		// The leader-election Lease, in each release's namespace, by name (create aside).
+		for _, ns := range []string{platform, teamA} {
+			for _, verb := range []string{"get", "update"} {
+				attrs := leases(verb, ns)
+				attrs.Name = "dynamo-operator-leader"
+				s.assertCan(t, ns, operator, attrs, true, "the operator in %s may %s its leader-election Lease", ns, verb)
+			}
+			s.assertCan(t, ns, operator, leases("create", ns), true, "the operator in %s may create its leader-election Lease", ns)
+		}
+		otherLease := leases("update", platform)
+		otherLease.Name = "someone-elses-lease"
+		s.assertCan(t, platform, operator, otherLease, false, "the cluster-wide operator may update no other Lease in its namespace")
 
 		watchDGD := authorizationv1.ResourceAttributes{Group: "nvidia.com", Resource: "dynamographdeployments", Verb: "watch", Namespace: teamA}
 		s.assertCan(t, teamA, operator, watchDGD, true)

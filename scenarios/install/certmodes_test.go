@@ -44,9 +44,10 @@ func TestAutomaticMode(t *testing.T) {
 
 	certs := get[rbacv1.Role](t, o, "Role", "dynamo-operator-certs")
 	assert.Equal(t, testNamespace, certs.Namespace)
-	for _, verb := range []string{"get", "list", "watch", "create", "update", "patch"} {
+	for _, verb := range []string{"get", "watch", "create", "update", "patch"} {
 		assert.True(t, allows(certs.Rules, "", "secrets", verb, "webhook-server-cert"), "the operator may %s its certificate Secret", verb)
 	}
+	assert.False(t, allows(certs.Rules, "", "secrets", "list", "webhook-server-cert"), "nothing lists Secrets")
 	assert.False(t, allows(role.Rules, "", "secrets", "get", "webhook-server-cert"), "no cluster-wide Secret access")
 }
 
@@ -107,7 +108,8 @@ webhook:
 	assert.Equal(t, "webhook-server-cert", vol.Secret.SecretName)
 	assert.True(t, ptrValue(vol.Secret.Optional), "the Secret volume is optional, so the pod starts before cert-manager issued it")
 
-	assert.Empty(t, o.names("Role"), "cert-manager mode: the operator needs no Secret access")
+	assert.Equal(t, []string{"dynamo-operator-leader-election"}, o.names("Role"), "cert-manager mode: the operator needs no Secret access, only its leader-election Lease")
+	assertNoSecretAccess(t, o)
 	role := get[rbacv1.ClusterRole](t, o, "ClusterRole", "dynamo-operator")
 	assert.False(t, allows(role.Rules, "admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch", "dynamo-validating"), "cainjector, not the operator, patches the caBundle")
 	assert.False(t, allows(role.Rules, "apiextensions.k8s.io", "customresourcedefinitions", "patch", dgdrCRD))
@@ -157,7 +159,8 @@ webhook:
 
 	assert.Empty(t, o.ofKind("Issuer"))
 	assert.Empty(t, o.ofKind("Certificate"))
-	assert.Empty(t, o.names("Role"), "external mode: the operator never touches the Secret")
+	assert.Equal(t, []string{"dynamo-operator-leader-election"}, o.names("Role"), "external mode: the operator never touches the Secret, only its leader-election Lease")
+	assertNoSecretAccess(t, o)
 	role := get[rbacv1.ClusterRole](t, o, "ClusterRole", "dynamo-operator")
 	assert.False(t, allows(role.Rules, "admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch", "dynamo-validating"), "external mode: the chart sets the caBundle")
 }

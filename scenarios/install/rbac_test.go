@@ -1,6 +1,7 @@
 package install
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,7 +26,7 @@ func TestRBACClusterWide(t *testing.T) {
 		assert.False(t, allows(role.Rules, "coordination.k8s.io", "leases", verb, ""), "cluster-wide operator only reads Leases (%s denied)", verb)
 	}
 	assertDynamoRules(t, role.Rules)
-	assert.Equal(t, []string{"dynamo-operator-certs"}, o.names("Role"), "the only namespaced Role is the certificate Secret's")
+	assert.Equal(t, []string{"dynamo-operator-certs", "dynamo-operator-leader-election"}, o.names("Role"), "the namespaced Roles are the certificate Secret's and the leader-election Lease's")
 }
 
 func TestRBACNamespaceRestricted(t *testing.T) {
@@ -105,5 +106,85 @@ func TestRBACMetrics(t *testing.T) {
 			assert.Equal(t, []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}, reader.Rules)
 			assert.Nil(t, o.find("ClusterRoleBinding", tc.reader), "the chart binds the reader to nobody: that is the user's choice")
 		})
+	}
+}
+
+// TestRBACCertificateSecretByName: the operator reads, watches and writes one Secret, by name;
+// create is the one verb RBAC cannot limit by name, and nothing lists Secrets (issue 15,
+// finding 7).
+func TestRBACCertificateSecretByName(t *testing.T) {
+	for _, tc := range []struct{ name, values, secret string }{
+		{"default name", "", "webhook-server-cert"},
+		{"webhook.certificateSecret.name", `{webhook: {certificateSecret: {name: my-tls}}}`, "my-tls"},
+		{"restricted", `{namespaceRestriction: {enabled: true}, crds: {install: false}}`, "webhook-server-cert"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := render(t, "platform-system", tc.values)
+			certs := get[rbacv1.Role](t, o, "Role", "dynamo-operator-certs")
+			for _, verb := range []string{"get", "watch", "update", "patch"} {
+				assert.True(t, allows(certs.Rules, "", "secrets", verb, tc.secret), "%s Secret %s", verb, tc.secret)
+				assert.False(t, allows(certs.Rules, "", "secrets", verb, "another-secret"), "%s any other Secret", verb)
+				assert.False(t, allows(certs.Rules, "", "secrets", verb, ""), "%s every Secret", verb)
+			}
+			assert.True(t, allows(certs.Rules, "", "secrets", "create", ""), "create the Secret (RBAC cannot limit create by name)")
+			assert.False(t, allows(certs.Rules, "", "secrets", "list", ""), "nothing lists Secrets")
+			assert.False(t, allows(certs.Rules, "", "secrets", "delete", tc.secret), "the operator never deletes its Secret")
+			for _, r := range certs.Rules {
+				if slices.Contains(r.Verbs, "create") {
+					assert.Equal(t, []string{"create"}, r.Verbs, "create stands alone in its rule, the one rule without resourceNames")
+				} else {
+					assert.Equal(t, []string{tc.secret}, r.ResourceNames, "rule %v", r)
+				}
+			}
+		})
+	}
+}
+
+// TestRBACLeaderElection: every release may hold its leader-election Lease
+// (<release>-operator-leader) in the release namespace — by name, create aside — and nothing more
+// about Leases comes with it: a restricted release still has no lease permission outside its
+// namespace (scenario M8) and its namespace lock (dynamo-operator-ns-lock) is another rule.
+func TestRBACLeaderElection(t *testing.T) {
+	for _, tc := range []struct{ name, namespace, values string }{
+		{"cluster-wide", "platform-system", ""},
+		{"restricted", "team-a", `{namespaceRestriction: {enabled: true}, crds: {install: false}}`},
+		{"restricted to another namespace", "team-a-system", `{namespaceRestriction: {enabled: true, namespace: team-a}, crds: {install: false}}`},
+		{"cert-manager", "platform-system", `{webhook: {certManager: {enabled: true}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := render(t, tc.namespace, tc.values)
+			assert.Contains(t, operatorArgs(t, o), "--leader-election-id=dynamo-operator-leader")
+			role := get[rbacv1.Role](t, o, "Role", "dynamo-operator-leader-election")
+			assert.Equal(t, tc.namespace, role.Namespace, "the Lease lives in the release namespace")
+			for _, verb := range []string{"get", "update", "patch"} {
+				assert.True(t, allows(role.Rules, "coordination.k8s.io", "leases", verb, "dynamo-operator-leader"), "%s the leader Lease", verb)
+				assert.False(t, allows(role.Rules, "coordination.k8s.io", "leases", verb, "dynamo-operator-ns-lock"), "%s the namespace lock is not this Role's", verb)
+			}
+			assert.True(t, allows(role.Rules, "coordination.k8s.io", "leases", "create", ""))
+			for _, verb := range []string{"list", "watch", "delete"} {
+				assert.False(t, allows(role.Rules, "coordination.k8s.io", "leases", verb, ""), "%s Leases", verb)
+			}
+			binding := get[rbacv1.RoleBinding](t, o, "RoleBinding", "dynamo-operator-leader-election")
+			assert.Equal(t, tc.namespace, binding.Namespace)
+			assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "dynamo-operator-leader-election"}, binding.RoleRef)
+			assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "dynamo-operator", Namespace: tc.namespace}}, binding.Subjects)
+		})
+	}
+}
+
+// assertNoSecretAccess: no Role or ClusterRole of the rendering grants any verb on Secrets.
+func assertNoSecretAccess(t *testing.T, o objects) {
+	t.Helper()
+	for _, name := range o.names("Role") {
+		role := get[rbacv1.Role](t, o, "Role", name)
+		for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
+			assert.False(t, allows(role.Rules, "", "secrets", verb, "webhook-server-cert"), "Role %s allows %s secrets", name, verb)
+		}
+	}
+	for _, name := range o.names("ClusterRole") {
+		role := get[rbacv1.ClusterRole](t, o, "ClusterRole", name)
+		for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
+			assert.False(t, allows(role.Rules, "", "secrets", verb, "webhook-server-cert"), "ClusterRole %s allows %s secrets", name, verb)
+		}
 	}
 }

@@ -231,11 +231,45 @@ the cluster-wide operator only watches them in every namespace.
 {{- end }}
 {{- end -}}
 
-{{/* Automatic mode: the operator stores its generated CA and serving certificate in a Secret. */}}
+{{/*
+Automatic mode: the operator stores its generated CA and serving certificate in one Secret. It
+reads it by name and watches it with a metadata.name field selector (a direct client, no cache),
+so every verb but create is limited to that name; create cannot be (the name is not part of a
+create request's URL). No list: nothing lists Secrets.
+*/}}
 {{- define "dynamo-operator.rules.certSecret" -}}
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "list", "watch", "create", "update", "patch"]
+  resourceNames: [{{ .Values.webhook.certificateSecret.name | quote }}]
+  verbs: ["get", "watch", "update", "patch"]
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["create"]
+{{- end -}}
+
+{{/*
+The leader-election Lease (<release>-operator-leader) in the release namespace: one replica leads
+(reconcilers, certificate generation and injection). Not the namespace lock Lease
+dynamo-operator-ns-lock of a restricted release. create cannot be limited by name.
+*/}}
+{{- define "dynamo-operator.leaderElectionID" -}}
+{{ include "dynamo-operator.operatorName" . }}-leader
+{{- end -}}
+
+{{- define "dynamo-operator.rules.leaderElection" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  resourceNames: [{{ include "dynamo-operator.leaderElectionID" . | quote }}]
+  verbs: ["get", "update", "patch"]
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["create"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
 {{- end -}}
 
 {{/*
