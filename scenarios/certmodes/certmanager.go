@@ -246,23 +246,14 @@ func certManagerRenewal() types.Feature {
 		Assess(fmt.Sprintf("a renewal under %d dry-run creates per second fails none of them", renewalLoadRate), func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			load := startAdmissionLoad(ctx, c, ns, renewalLoadRate)
-			defer func() {
-				load.Stop()
-				sent, failed := load.counts()
-				suite.Note(ctx, t, "requests", sent)
-				suite.Note(ctx, t, "failures", failed)
-				t.Logf("admission load through the renewal: %s", load)
-				if failed > 0 {
-					expect.Errorf(t, "expected 0 failed admissions through the renewal, saw %s", load)
-				}
-			}()
+			defer load.expectNoFailures(ctx, t, "through the renewal")
 			time.Sleep(renewalLoadBefore)
 			if sent, _ := load.counts(); sent == 0 {
 				expect.Fatalf(t, "admission load: expected answers within %s, saw none (%s)", renewalLoadBefore, load)
 			}
 
 			triggered := time.Now()
-			triggerRenewal(ctx, t, c, r)
+			triggerRenewal(ctx, t, c, r, "C8")
 			var renewed install.SecretCertificates
 			what := fmt.Sprintf("Secret %s/%s to hold a renewed certificate (old serial %s)", r.Namespace, r.SecretName(), install.SerialHex(before.Leaf))
 			expect.Eventually(ctx, t, what, issuanceTimeout, func(ctx context.Context) (bool, string, error) {
@@ -300,13 +291,13 @@ func certManagerRenewal() types.Feature {
 }
 
 // triggerRenewal does what `cmctl renew` does: it sets the Certificate's Issuing condition, and
-// cert-manager issues a new certificate at once.
-func triggerRenewal(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release) {
+// cert-manager issues a new certificate at once. by names the scenario in the condition's message.
+func triggerRenewal(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, by string) {
 	t.Helper()
 	certs := certManagerClient(t, c).CertmanagerV1().Certificates(r.Namespace)
 	crt, err := certs.Get(ctx, r.ServingCertificateName(), metav1.GetOptions{})
 	expect.NoError(t, err, "getting Certificate %s/%s", r.Namespace, r.ServingCertificateName())
-	apiutil.SetCertificateCondition(crt, crt.Generation, cmv1.CertificateConditionIssuing, cmmeta.ConditionTrue, "ManuallyTriggered", "Certificate re-issuance manually triggered by gauntlet C8")
+	apiutil.SetCertificateCondition(crt, crt.Generation, cmv1.CertificateConditionIssuing, cmmeta.ConditionTrue, "ManuallyTriggered", "Certificate re-issuance manually triggered by gauntlet "+by)
 	_, err = certs.UpdateStatus(ctx, crt, metav1.UpdateOptions{})
 	expect.NoError(t, err, "setting condition Issuing=True on Certificate %s/%s", r.Namespace, crt.Name)
 }

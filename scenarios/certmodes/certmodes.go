@@ -19,7 +19,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
-// Features are every certificate-mode scenario, C1–C10. Each carries the certmode label of the
+// Features are every certificate-mode scenario, C1–C10, and P3 (rotations under load). Each carries the certmode label of the
 // mode(s) it holds in, so a suite runs only its own mode's scenarios.
 func Features() []types.Feature {
 	return []types.Feature{
@@ -33,6 +33,7 @@ func Features() []types.Feature {
 		certManagerRenewal(),
 		externalSecretServed(),
 		olmMountServed(),
+		rotationsUnderLoad(), // P3
 	}
 }
 

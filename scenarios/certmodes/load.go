@@ -3,12 +3,15 @@ package certmodes
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
@@ -112,4 +115,22 @@ func (l *admissionLoad) String() string {
 		s += "; first failures: " + strings.Join(l.samples, " | ")
 	}
 	return s
+}
+
+// expectNoFailures stops the load, puts its requests, failures and slowest request into the
+// scenario's details, and fails the test when any request failed; through names what the load
+// ran through ("through the renewal").
+func (l *admissionLoad) expectNoFailures(ctx context.Context, t *testing.T, through string) {
+	t.Helper()
+	l.Stop()
+	l.mu.Lock()
+	sent, failed, slowest := l.sent, l.failed, l.slowest
+	l.mu.Unlock()
+	suite.Note(ctx, t, "requests", sent)
+	suite.Note(ctx, t, "failures", failed)
+	suite.Note(ctx, t, "slowestRequestSeconds", math.Round(slowest.Seconds()*1000)/1000)
+	t.Logf("admission load %s: %s", through, l)
+	if failed > 0 {
+		expect.Errorf(t, "expected 0 failed admissions %s, saw %s", through, l)
+	}
 }
