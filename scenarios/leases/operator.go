@@ -177,7 +177,7 @@ func (o operator) scrapePod(ctx context.Context, c *suite.Cluster, p *corev1.Pod
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to the end
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, err

@@ -109,7 +109,7 @@ func exposureChecks(ctx context.Context, t *testing.T, env *testcluster.Env, met
 		body := bytes.Repeat([]byte{' '}, int(webhook.MaxRequestBytes)+1)
 		resp, err := insecure.Post("https://"+webhookAddr+webhook.ConversionPath, "application/json", bytes.NewReader(body))
 		require.NoError(t, err)
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 		assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "answer: %s", answer)
 		assert.Contains(t, string(answer), "the limit is "+strconv.FormatInt(webhook.MaxRequestBytes, 10)+" bytes")
@@ -152,7 +152,7 @@ func exposureChecks(ctx context.Context, t *testing.T, env *testcluster.Env, met
 			}
 			resp, err := insecure.Do(req)
 			require.NoError(t, err)
-			defer resp.Body.Close()
+			defer func() { _ = resp.Body.Close() }()
 			b, err := io.ReadAll(resp.Body)
 			require.NoError(t, err)
 			return resp.StatusCode, string(b)

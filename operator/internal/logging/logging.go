@@ -72,11 +72,11 @@ func (s requestErrorSink) Error(err error, msg string, kv ...any) {
 		s.LogSink.Error(err, msg, kv...)
 		return
 	}
-	if !s.LogSink.Enabled(0) {
+	if !s.Enabled(0) {
 		return
 	}
 	if err != nil {
 		kv = append(kv, "error", err.Error())
 	}
-	s.LogSink.Info(0, msg, kv...)
+	s.Info(0, msg, kv...)
 }

@@ -59,5 +59,5 @@ func (b boundedBody) refuse(w http.ResponseWriter, r *http.Request, code int, re
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Connection", "close")
 	w.WriteHeader(code)
-	_, _ = io.WriteString(w, reason+"\n")
+	_, _ = io.WriteString(w, reason+"\n") //nolint:gosec // G705: text/plain with nosniff, never rendered as HTML
 }
