@@ -33,8 +33,11 @@ const envtestServiceCIDR = "127.0.250.0/24"
 type EnvtestOptions struct {
 	// Values are chart values set over the bench's own.
 	Values map[string]any
-	// WorkDir receives the operator's log (operator.log) and kubeconfig; it
-	// must exist.
+	// WorkDir receives the operator's log (operator.log); it must exist. It is
+	// the run's output directory, the one users attach to bug reports, so no
+	// key material goes there: the admin kubeconfig and the operator's serving
+	// certificate and key live in a private temporary directory that Close
+	// removes.
 	WorkDir string
 	// Pprof serves net/http/pprof from the operator (--pprof-bind-address).
 	Pprof bool
@@ -99,11 +102,23 @@ func StartEnvtest(ctx context.Context, opts EnvtestOptions) (_ *Testbed, err err
 		return nil, err
 	}
 
-	kubeconfig := filepath.Join(opts.WorkDir, "kubeconfig")
+	// Closed after the operator has stopped (closers run in reverse).
+	secrets, err := os.MkdirTemp("", "gauntlet-bench-envtest-")
+	if err != nil {
+		return nil, fmt.Errorf("creating a private directory for the kubeconfig and serving certificate: %w", err)
+	}
+	t.secretsDir = secrets
+	t.onClose(func(context.Context) error {
+		if err := os.RemoveAll(secrets); err != nil {
+			return fmt.Errorf("removing %s (admin kubeconfig, serving key): %w", secrets, err)
+		}
+		return nil
+	})
+	kubeconfig := filepath.Join(secrets, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", kubeconfig, err)
 	}
-	certDir := filepath.Join(opts.WorkDir, "serving-certs")
+	certDir := filepath.Join(secrets, "serving-certs")
 	overrides := map[string]string{
 		"--webhook-port":              strconv.Itoa(webhookPort),
 		"--webhook-cert-dir":          certDir,

@@ -81,6 +81,9 @@ type Testbed struct {
 	WebhookNamespace, ControlNamespace string
 
 	closers []func(context.Context) error
+	// secretsDir holds what must not land in the run's output: the admin
+	// kubeconfig and the operator's serving key (envtest); Close removes it.
+	secretsDir string
 }
 
 // Close tears down what the testbed started, last started first.
