@@ -139,7 +139,7 @@ func TestCompleteRejectsNameMismatch(t *testing.T) {
 func TestLoadConfigResolvesRelativePaths(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cluster.yaml")
-	if err := os.WriteFile(path, []byte("binaries: {dir: bin}\nimages: {example.com/op: op}\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("binaries: {dir: bin}\nimages: {example.com/op: op}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := LoadConfig(path)

@@ -247,7 +247,7 @@ func deploy(ctx context.Context, t *testing.T, kube kubernetes.Interface, w *wor
 						LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: https}, PeriodSeconds: 5},
 					}},
 					Volumes: []corev1.Volume{
-						{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "webhook-tls"}}},
+						{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "webhook-tls"}}}, //nolint:gosec // G101: the name of a Kubernetes Secret, not a credential
 						{Name: "data", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "data"}}},
 					},
 				},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -105,7 +106,7 @@ func mountsUnder(dir string) []string {
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		real = dir
@@ -134,8 +135,7 @@ func unescapeMountPath(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] == '\\' && i+3 < len(s) {
-			var v int
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%o", &v); err == nil {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
 				b.WriteByte(byte(v))
 				i += 3
 				continue

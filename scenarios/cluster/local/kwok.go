@@ -116,7 +116,7 @@ func renderKwokConfig(cfg *Config, l layout) ([]byte, error) {
 }
 
 func (k *kwokctl) run(ctx context.Context, args ...string) error {
-	cmd := exec.CommandContext(ctx, k.bin, args...)
+	cmd := exec.CommandContext(ctx, k.bin, args...) //nolint:gosec // G204: the kwokctl gauntlet built, with the arguments this file passes
 	cmd.Env = append(os.Environ(),
 		"KWOK_WORKDIR="+k.layout.kwokWorkdir(),
 		"PATH="+k.kubectlDir+string(os.PathListSeparator)+os.Getenv("PATH"),

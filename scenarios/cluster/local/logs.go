@@ -20,7 +20,8 @@ func (p *Provider) ExportLogs(ctx context.Context, dest string) error {
 	if _, err := os.Stat(l.dir); err != nil {
 		return fmt.Errorf("exporting logs of cluster %q: %w", p.name, err)
 	}
-	if err := os.MkdirAll(dest, 0o755); err != nil {
+	// Exported logs are for the user who exports them: 0750 directories, 0600 files.
+	if err := os.MkdirAll(dest, 0o750); err != nil {
 		return err
 	}
 	var errs []error
@@ -44,12 +45,17 @@ func (p *Provider) ExportLogs(ctx context.Context, dest string) error {
 	return errors.Join(errs...)
 }
 
-func dumpResources(ctx context.Context, kubectl, kubeconfig, dest string) error {
-	out, err := os.Create(dest)
+func dumpResources(ctx context.Context, kubectl, kubeconfig, dest string) (err error) {
+	out, err := os.OpenFile(dest, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600) //nolint:gosec // G304: a file in the export directory the user chose
 	if err != nil {
 		return err
 	}
-	defer out.Close()
+	defer func() {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	//nolint:gosec // G204: the cluster's own kubectl, with a fixed get
 	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "--all-namespaces", "-o", "yaml",
 		"nodes,namespaces,pods,services,endpointslices,deployments,replicasets,events,leases,validatingwebhookconfigurations,mutatingwebhookconfigurations")
 	cmd.Stdout = out
@@ -80,7 +86,7 @@ func copyTree(src, dest string) error {
 			return err
 		}
 		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dest, rel), 0o755)
+			return os.MkdirAll(filepath.Join(dest, rel), 0o750)
 		}
 		if !d.Type().IsRegular() {
 			return nil
@@ -89,21 +95,22 @@ func copyTree(src, dest string) error {
 	})
 }
 
+// copyFile copies one of the cluster's log or configuration files into the export directory.
 func copyFile(src, dest string) error {
-	in, err := os.Open(src)
+	in, err := os.Open(src) //nolint:gosec // G304: a file of the cluster's own state directory
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+	defer func() { _ = in.Close() }() // read only
+	if err := os.MkdirAll(filepath.Dir(dest), 0o750); err != nil {
 		return err
 	}
-	out, err := os.Create(dest)
+	out, err := os.OpenFile(dest, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600) //nolint:gosec // G304: a file in the export directory the user chose
 	if err != nil {
 		return err
 	}
 	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
+		_ = out.Close() // the copy's error is the one to report
 		return fmt.Errorf("copying %s: %w", src, err)
 	}
 	return out.Close()

@@ -116,7 +116,7 @@ func kubectl(t *testing.T, args ...string) (string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(cfg.Binaries.Kubectl, append([]string{"--kubeconfig", provider.GetKubeconfig()}, args...)...)
+	cmd := exec.Command(cfg.Binaries.Kubectl, append([]string{"--kubeconfig", provider.GetKubeconfig()}, args...)...) //nolint:gosec // G204: the cluster's own kubectl, with the test's arguments
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
@@ -154,7 +154,7 @@ func serviceGet(clusterIP string, port int, serverName string, pool *x509.CertPo
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to the end below
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return err

@@ -363,14 +363,14 @@ func (p *Provider) complete(cfg *Config, l layout) error {
 // writeConfig records the cluster's configuration in its state directory; its presence
 // reserves the cluster's ports and ranges.
 func writeConfig(cfg *Config, l layout) error {
-	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+	if err := os.MkdirAll(l.dir, 0o750); err != nil {
 		return err
 	}
 	raw, err := yaml.Marshal(cfg)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(l.config(), raw, 0o644); err != nil {
+	if err := os.WriteFile(l.config(), raw, 0o600); err != nil {
 		return fmt.Errorf("writing cluster config: %w", err)
 	}
 	return nil
@@ -385,7 +385,7 @@ func hostConflicts(cfg *Config) error {
 			errs = append(errs, &FieldError{Field: "ports." + np.name, Value: np.port, Msg: "port is in use on 127.0.0.1"})
 			continue
 		}
-		ln.Close()
+		_ = ln.Close() // it could listen: the port is free, which is all this asks
 	}
 	pod := netip.MustParsePrefix(cfg.PodCIDR)
 	ifaces, _ := net.Interfaces()
@@ -407,7 +407,7 @@ func hostConflicts(cfg *Config) error {
 
 func (p *Provider) startControlPlane(ctx context.Context, cfg *Config, l layout) error {
 	for _, d := range []string{l.logs(), l.pids(), l.nodeState()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o750); err != nil {
 			return err
 		}
 	}
@@ -420,7 +420,7 @@ func (p *Provider) startControlPlane(ctx context.Context, cfg *Config, l layout)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(l.kwokConfig(), kc, 0o644); err != nil {
+	if err := os.WriteFile(l.kwokConfig(), kc, 0o600); err != nil {
 		return fmt.Errorf("writing kwokctl config: %w", err)
 	}
 	return newKwokctl(cfg, l).create(ctx)
@@ -469,7 +469,7 @@ func writeImages(path string, images map[string]string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(path, append(raw, '\n'), 0o600); err != nil {
 		return fmt.Errorf("writing image map %s: %w", path, err)
 	}
 	return nil

@@ -123,7 +123,7 @@ func (b backend) Container(_ context.Context, pod *corev1.Pod, container string,
 	if err != nil {
 		return err
 	}
-	if err := syscall.Kill(-pid, sig); err != nil && !(action == cluster.Kill && err == syscall.ESRCH) {
+	if err := syscall.Kill(-pid, sig); err != nil && (action != cluster.Kill || err != syscall.ESRCH) {
 		return fmt.Errorf("%s container %s of pod %s/%s (%s to process group %d): %w", action, container, pod.Namespace, pod.Name, sig, pid, err)
 	}
 	return nil

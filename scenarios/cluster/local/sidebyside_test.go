@@ -40,7 +40,7 @@ func TestSecondClusterSideBySide(t *testing.T) {
 	// Through a config file, as `gauntlet-cluster up --config` and CreateClusterWithConfig do.
 	configFile := filepath.Join(t.TempDir(), "cluster.yaml")
 	config := "apiVersion: gauntlet.dev/v1alpha1\nkind: LocalCluster\nname: " + clusterName + "-b\n"
-	if err := os.WriteFile(configFile, []byte(config), 0o644); err != nil {
+	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := second.CreateWithConfig(ctx, configFile); err != nil {
