@@ -91,6 +91,15 @@ func (c *Cluster) Kube() kubernetes.Interface { return c.kube }
 // Dynamic is an admin client for any resource, used for the Dynamo objects as users write them.
 func (c *Cluster) Dynamic() dynamic.Interface { return c.dynamic }
 
+// AdmittedInvalid tells the suite that the scenario's Dynamo object resource namespace/name
+// (resource as in the API path, e.g. "dynamographdeployments") was admitted although invalid,
+// on purpose: that is the symptom of the fault it injected. After the scenario, once its fix
+// is in, validating the object again must deny it — instead of the usual check that every
+// object the scenario wrote passes validation.
+func (c *Cluster) AdmittedInvalid(resource, namespace, name string) {
+	c.ledger.admittedInvalid(resource, namespace, name)
+}
+
 // CRDs is an admin client for CustomResourceDefinitions.
 func (c *Cluster) CRDs() apiextensionsclient.Interface { return c.crds }
 
@@ -146,8 +155,9 @@ func (c *Cluster) ServedCertificates(ctx context.Context, ns, name string, port 
 		return nil, fmt.Errorf("connecting to Service %s/%s port %d: %w", ns, name, port, err)
 	}
 	host := name + "." + ns + ".svc"
-	tc := tls.Client(conn, &tls.Config{ServerName: host, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // we inspect, not trust
-	defer tc.Close()
+	tc := tls.Client(conn, &tls.Config{ServerName: host, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // G402: we inspect the served chain, whoever signed it; nothing is trusted
+	// Only the handshake's chain is used: how the close goes does not matter.
+	defer func() { _ = tc.Close() }()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return nil, fmt.Errorf("TLS handshake with Service %s/%s (%s) at %s: %w", ns, name, host, net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(port))), err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 )
@@ -24,8 +25,9 @@ const dynamoGroup = "nvidia.com"
 // ledger records every Dynamo object the suite's clients write (not dry runs): the version it
 // was written at, its UID and the spec the API server stored. After a scenario the suite checks
 // that nothing was lost: every object the scenario created and did not delete is still there —
-// the same object (UID), with the spec last written. A fault (a killed operator, a rotation, a
-// hostile request) must never cost a user an object or a change.
+// the same object (UID), with the spec last written — and passes validation now, so no invalid
+// object slipped in unvalidated. A fault (a killed operator, a rotation, a hostile request) must
+// never cost a user an object or a change, nor leave behind an object no webhook checked.
 type ledger struct {
 	mu      sync.Mutex
 	scope   string // the scenario writing now; entries are kept per scenario
@@ -41,6 +43,9 @@ type ledgerEntry struct {
 	uid     string
 	spec    string // canonical JSON (encoding/json sorts keys)
 	deleted bool
+	// invalid marks an object the scenario got admitted on purpose although invalid (the
+	// symptom of a fault): once the fault is fixed, validating it again must deny it.
+	invalid bool
 }
 
 func newLedger() *ledger { return &ledger{entries: map[ledgerKey]*ledgerEntry{}} }
@@ -124,16 +129,27 @@ func (l *ledger) record(w write, body []byte) {
 	}
 	var obj struct {
 		Metadata struct {
-			Name string `json:"name"`
-			UID  string `json:"uid"`
+			Name              string `json:"name"`
+			UID               string `json:"uid"`
+			DeletionTimestamp string `json:"deletionTimestamp"`
 		} `json:"metadata"`
 		Spec any `json:"spec"`
 	}
 	if err := json.Unmarshal(body, &obj); err != nil || obj.Metadata.Name == "" {
 		return
 	}
+	// A write to an object being deleted (a finalizer coming off) does not bring it back.
 	l.entries[ledgerKey{scope: l.scope, resource: w.resource, namespace: w.namespace, name: obj.Metadata.Name}] =
-		&ledgerEntry{gvr: w.gvr, uid: obj.Metadata.UID, spec: canonicalJSON(obj.Spec)}
+		&ledgerEntry{gvr: w.gvr, uid: obj.Metadata.UID, spec: canonicalJSON(obj.Spec), deleted: obj.Metadata.DeletionTimestamp != ""}
+}
+
+// admittedInvalid marks the current scenario's object as invalid on purpose.
+func (l *ledger) admittedInvalid(resource, namespace, name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e := l.entries[ledgerKey{scope: l.scope, resource: resource, namespace: namespace, name: name}]; e != nil {
+		e.invalid = true
+	}
 }
 
 // lost checks scenario id's objects against the cluster and describes each one lost: gone,
@@ -171,9 +187,41 @@ func (l *ledger) lost(ctx context.Context, dyn dynamic.Interface, id string) ([]
 		}
 		if spec := canonicalJSON(got.Object["spec"]); spec != o.e.spec {
 			lost = append(lost, fmt.Sprintf("%s: spec is %s, last written %s", what, spec, o.e.spec))
+			continue
+		}
+		denial, err := revalidate(ctx, dyn, o.e.gvr, got)
+		switch {
+		case err != nil:
+			return nil, 0, fmt.Errorf("validating %s again: %w", what, err)
+		case o.e.invalid && denial == "":
+			lost = append(lost, what+": admitted on purpose although invalid, but validating it again now admits it too: validation is not back")
+		case !o.e.invalid && denial != "":
+			lost = append(lost, what+": admitted although invalid (a dry-run create of it now is denied: "+denial+")")
 		}
 	}
 	return lost, len(objects), nil
+}
+
+// revalidate asks the webhooks whether obj would be admitted now, and returns the denial: a
+// server-side dry-run create of the same object. Admission runs before storage, so a valid
+// object meets AlreadyExists and an invalid one the webhook's denial — an object that is there
+// although invalid was admitted without validation (a fault let it through).
+func revalidate(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (string, error) {
+	again := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": obj.GetAPIVersion(), "kind": obj.GetKind(), "spec": obj.Object["spec"],
+		"metadata": map[string]any{"name": obj.GetName(), "namespace": obj.GetNamespace(), "annotations": obj.GetAnnotations(), "labels": obj.GetLabels()},
+	}}
+	_, err := dyn.Resource(gvr).Namespace(obj.GetNamespace()).Create(ctx, again, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return "", nil
+	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
+		return err.Error(), nil
+	case err == nil:
+		return "", fmt.Errorf("a dry-run create of an existing object succeeded")
+	default:
+		return "", err
+	}
 }
 
 // canonicalJSON writes v with sorted keys and numbers as written, so a spec decoded by

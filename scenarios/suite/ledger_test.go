@@ -71,3 +71,16 @@ func TestLedgerRecordsLastWriteAndDeletions(t *testing.T) {
 func TestCanonicalJSONComparesNumbersByValue(t *testing.T) {
 	assert.Equal(t, canonicalJSON(map[string]any{"replicas": float64(2), "b": "x"}), canonicalJSON(map[string]any{"b": "x", "replicas": int64(2)}))
 }
+
+// Removing the finalizer of an object being deleted is a write; the object stays deleted.
+func TestLedgerKeepsDeletedObjectsDeleted(t *testing.T) {
+	l := newLedger()
+	l.begin("T12")
+	created, _ := parseWrite(http.MethodPost, "/apis/nvidia.com/v1alpha1/namespaces/t12/dynamographdeployments")
+	l.record(created, []byte(`{"metadata":{"name":"stuck","uid":"1"},"spec":{}}`))
+	deleted, _ := parseWrite(http.MethodDelete, "/apis/nvidia.com/v1alpha1/namespaces/t12/dynamographdeployments/stuck")
+	l.record(deleted, nil)
+	patched, _ := parseWrite(http.MethodPatch, "/apis/nvidia.com/v1alpha1/namespaces/t12/dynamographdeployments/stuck")
+	l.record(patched, []byte(`{"metadata":{"name":"stuck","uid":"1","deletionTimestamp":"2026-11-24T21:00:00Z"},"spec":{}}`))
+	assert.True(t, l.entries[ledgerKey{scope: "T12", resource: "dynamographdeployments", namespace: "t12", name: "stuck"}].deleted)
+}

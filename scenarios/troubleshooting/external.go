@@ -41,9 +41,14 @@ func installExternal(ctx context.Context, t *testing.T, c *suite.Cluster, name, 
 		Name:      name,
 		Namespace: ns,
 		Mode:      install.External,
+		// A release of its own in the scenario's namespace (restricted to it, so the suite's
+		// release stays out) with failurePolicy Fail, the cluster-wide default, under which a
+		// bad certificate shows as the documented x509 error; a restricted release defaults to
+		// Ignore and would admit unvalidated instead.
 		Values: map[string]any{
 			"namespaceRestriction": map[string]any{"enabled": true},
 			"crds":                 map[string]any{"install": false},
+			"webhook":              map[string]any{"failurePolicy": "Fail"},
 		},
 	}
 	good, err := ca.Issue(install.LeafOptions{DNSNames: []string{rel.ServiceHost()}})

@@ -203,6 +203,7 @@ func expectAdmittedUnvalidated(ctx context.Context, t *testing.T, c *suite.Clust
 	if err != nil {
 		expect.Fatalf(t, "creating %s without services: expected it accepted (validation is not running), saw %v", graphRef(obj), err)
 	}
+	c.AdmittedInvalid(install.GraphDeployments.Resource, ns, graphName)
 	_, stamped := got.GetAnnotations()[install.OriginVersionAnnotation]
 	if stamped != mutatingRan {
 		expect.Errorf(t, "%s: expected the mutating webhook's %s annotation present=%t, saw present=%t (annotations %v)",
