@@ -330,7 +330,7 @@ func TestChartOnAPIServer(t *testing.T) {
 		ctx := context.Background()
 		for _, want := range []struct{ namespace, name string }{{"cm-system", "dynamo-cm-serving-cert"}, {"cm-system", "dynamo-cm-webhook-ca"}, {"cmci-system", "dynamo-cmci-serving-cert"}} {
 			_, err := certificates.Namespace(want.namespace).Get(ctx, want.name, metav1.GetOptions{})
-			assert.NoError(t, err, "Certificate %s/%s", want.namespace, want.name)
+			require.NoError(t, err, "Certificate %s/%s", want.namespace, want.name)
 		}
 		list, err := issuers.Namespace("cm-system").List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)

@@ -186,11 +186,11 @@ func ReadSecretCertificates(ctx context.Context, kube kubernetes.Interface, r *R
 	}
 	leafs, err := certutil.ParseCertsPEM(s.Data[corev1.TLSCertKey])
 	if err != nil {
-		return SecretCertificates{}, fmt.Errorf("Secret %s tls.crt: %w", ref, err)
+		return SecretCertificates{}, fmt.Errorf("tls.crt of Secret %s: %w", ref, err)
 	}
 	cas, err := certutil.ParseCertsPEM(s.Data["ca.crt"])
 	if err != nil {
-		return SecretCertificates{}, fmt.Errorf("Secret %s ca.crt: %w", ref, err)
+		return SecretCertificates{}, fmt.Errorf("ca.crt of Secret %s: %w", ref, err)
 	}
 	return SecretCertificates{Secret: s, Leaf: leafs[0], CA: cas[0]}, nil
 }

@@ -79,7 +79,7 @@ func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.
 	before := reinclusions(aLog.entries(), ns)
 	// B renews every renewInterval; stopping it at a random point of that cycle makes the
 	// repetitions sample the whole range the failover time can take.
-	time.Sleep(rand.N(timings.RenewInterval))
+	time.Sleep(rand.N(timings.RenewInterval)) //nolint:gosec // G404: samples the renew cycle; nothing secret
 
 	f := failover{how: how, timings: timings, leaseBefore: readLease(ctx, t, c, ns)}
 	released := watchRelease(ctx, t, c, ns, f.leaseBefore)

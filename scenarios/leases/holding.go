@@ -48,8 +48,8 @@ func (s *scenarios) leaseHeld() types.Feature {
 			if l.Spec.RenewTime == nil || l.Spec.AcquireTime == nil {
 				expect.Errorf(t, "expected renewTime and acquireTime set on %s", describeLease(l))
 			}
-			want := int32(timings.Duration / time.Second)
-			if l.Spec.LeaseDurationSeconds == nil || *l.Spec.LeaseDurationSeconds != want {
+			want := int64(timings.Duration / time.Second)
+			if l.Spec.LeaseDurationSeconds == nil || int64(*l.Spec.LeaseDurationSeconds) != want {
 				expect.Errorf(t, "expected leaseDurationSeconds %d (%s) on %s", want, timings, describeLease(l))
 			}
 			mB, err := b.scrape(ctx, c)

@@ -289,7 +289,7 @@ func (o operator) readLogs(ctx context.Context, c *suite.Cluster) ([]logEntry, e
 			return nil, fmt.Errorf("reading the log of %s pod %s/%s: %w", o, p.Namespace, p.Name, err)
 		}
 		err = parseLog(p.Name, rc, func(e logEntry) { out = append(out, e) })
-		rc.Close()
+		_ = rc.Close() // a log stream, read to its end or to parseLog's error
 		if err != nil {
 			return nil, fmt.Errorf("reading the log of %s pod %s/%s: %w", o, p.Namespace, p.Name, err)
 		}
@@ -376,7 +376,7 @@ func (f *logFollower) stream(ctx context.Context, c *suite.Cluster, ns, pod stri
 				f.byPod[pod] = append(f.byPod[pod], e)
 				f.mu.Unlock()
 			})
-			rc.Close()
+			_ = rc.Close() // a log stream, read to its end or to parseLog's error
 		}
 		if err != nil {
 			f.mu.Lock()

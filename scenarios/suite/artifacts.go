@@ -46,8 +46,9 @@ const logSelector = "app.kubernetes.io/name in (dynamo-operator,cert-manager,cai
 
 // collectArtifacts writes the artifacts above into dir. Every part is attempted; the error
 // joins the parts that failed.
+// Artifacts are for the user who ran the suite: 0750 directories, 0600 files.
 func collectArtifacts(ctx context.Context, c *Cluster, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
 	parts := []struct {
@@ -80,7 +81,7 @@ func dumpPods(ctx context.Context, c *Cluster, dir string) error {
 	for _, p := range pods.Items {
 		fmt.Fprintf(&b, "%s/%s\n", p.Namespace, install.PodState(&p))
 	}
-	return os.WriteFile(filepath.Join(dir, "pods.txt"), b.Bytes(), 0o644)
+	return os.WriteFile(filepath.Join(dir, "pods.txt"), b.Bytes(), 0o600)
 }
 
 func dumpLogs(ctx context.Context, c *Cluster, dir string) error {
@@ -106,16 +107,16 @@ func writeLog(ctx context.Context, c *Cluster, p *corev1.Pod, container string, 
 	if err != nil {
 		return fmt.Errorf("logs of %s/%s container %s: %w", p.Namespace, p.Name, container, err)
 	}
-	defer rc.Close()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	defer func() { _ = rc.Close() }() // a log stream, copied to its end or to the copy's error
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return err
 	}
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600) //nolint:gosec // G304: a log file in the suite's artifacts dir
 	if err != nil {
 		return err
 	}
 	if _, err := io.Copy(f, rc); err != nil {
-		f.Close()
+		_ = f.Close() // the copy's error is the one to report
 		return fmt.Errorf("logs of %s/%s container %s: %w", p.Namespace, p.Name, container, err)
 	}
 	return f.Close()
@@ -133,7 +134,7 @@ func dumpEvents(ctx context.Context, c *Cluster, dir string) error {
 		fmt.Fprintf(&b, "%s %-7s %-24s %s/%s %s: %s (x%d)\n", eventTime(&e).UTC().Format("15:04:05.000"), e.Type, e.Reason,
 			e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.InvolvedObject.Kind, strings.TrimSpace(e.Message), max(e.Count, 1))
 	}
-	return os.WriteFile(filepath.Join(dir, "events.txt"), b.Bytes(), 0o644)
+	return os.WriteFile(filepath.Join(dir, "events.txt"), b.Bytes(), 0o600)
 }
 
 func eventTime(e *corev1.Event) time.Time {
@@ -183,13 +184,13 @@ func dumpWebhookConfigurations(ctx context.Context, c *Cluster, dir string) erro
 			}
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "webhookconfigurations.yaml"), bytes.Join(docs, []byte("---\n")), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "webhookconfigurations.yaml"), bytes.Join(docs, []byte("---\n")), 0o600); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "cabundles.txt"), bundles.Bytes(), 0o644)
+	return os.WriteFile(filepath.Join(dir, "cabundles.txt"), bundles.Bytes(), 0o600)
 }
 
-func describeBundle(w io.Writer, place string, bundle []byte) {
+func describeBundle(w *bytes.Buffer, place string, bundle []byte) {
 	fmt.Fprintf(w, "%s:\n", place)
 	if len(bundle) == 0 {
 		fmt.Fprintln(w, "  (empty)")
@@ -227,7 +228,7 @@ func dumpCRDConversion(ctx context.Context, c *Cluster, dir string) error {
 		}
 		docs = append(docs, mustYAML(v))
 	}
-	return os.WriteFile(filepath.Join(dir, "crd-conversion.yaml"), bytes.Join(docs, []byte("---\n")), 0o644)
+	return os.WriteFile(filepath.Join(dir, "crd-conversion.yaml"), bytes.Join(docs, []byte("---\n")), 0o600)
 }
 
 // certificateKeys are Secret keys holding certificates (never private keys).
@@ -277,7 +278,7 @@ func dumpSecrets(ctx context.Context, c *Cluster, dir string) error {
 			}
 		}
 	}
-	return os.WriteFile(filepath.Join(dir, "secrets.txt"), b.Bytes(), 0o644)
+	return os.WriteFile(filepath.Join(dir, "secrets.txt"), b.Bytes(), 0o600)
 }
 
 // safeAnnotations drops kubectl's last-applied-configuration, which would repeat the data.
@@ -316,7 +317,7 @@ func dumpCertManager(ctx context.Context, c *Cluster, dir string) error {
 			docs = append(docs, mustYAML(obj.Object))
 		}
 	}
-	return os.WriteFile(filepath.Join(dir, "cert-manager.yaml"), bytes.Join(docs, []byte("---\n")), 0o644)
+	return os.WriteFile(filepath.Join(dir, "cert-manager.yaml"), bytes.Join(docs, []byte("---\n")), 0o600)
 }
 
 func mustYAML(v any) []byte {

@@ -23,7 +23,7 @@ func (p *progress) printf(format string, args ...any) {
 	defer p.mu.Unlock()
 	msg := fmt.Sprintf(format, args...)
 	for _, line := range strings.Split(strings.TrimRight(msg, "\n"), "\n") {
-		fmt.Fprintf(p.w, "[%6.1fs] %s\n", time.Since(p.start).Seconds(), line)
+		_, _ = fmt.Fprintf(p.w, "[%6.1fs] %s\n", time.Since(p.start).Seconds(), line) // progress is best effort
 	}
 }
 
