@@ -69,7 +69,7 @@ func (l *ledger) wrap(next http.RoundTripper) http.RoundTripper {
 			return resp, err
 		}
 		body, readErr := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close() // read to its end (or to readErr); the copy below replaces it
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		if readErr == nil {
 			l.record(w, body)
