@@ -60,16 +60,17 @@ func (r *DynamoGraphDeploymentReconciler) Reconcile(ctx context.Context, req ctr
 		}
 		// Nothing to clean up yet (no workloads are managed); the finalizer still proves that
 		// removing it is never blocked by admission.
+		orig := dgd.DeepCopy()
 		controllerutil.RemoveFinalizer(&dgd, v1alpha1.DynamoGraphDeploymentFinalizer)
-		if err := r.Client.Update(ctx, &dgd); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.patchFinalizers(ctx, &dgd, orig); err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, fmt.Errorf("removing finalizer from DynamoGraphDeployment %s: %w", req.NamespacedName, err)
 		}
 		log.FromContext(ctx).Info("finalizer removed", "name", dgd.Name, "namespace", dgd.Namespace)
 		return ctrl.Result{}, nil
 	}
 
-	if controllerutil.AddFinalizer(&dgd, v1alpha1.DynamoGraphDeploymentFinalizer) {
-		if err := r.Client.Update(ctx, &dgd); err != nil {
+	if orig := dgd.DeepCopy(); controllerutil.AddFinalizer(&dgd, v1alpha1.DynamoGraphDeploymentFinalizer) {
+		if err := r.patchFinalizers(ctx, &dgd, orig); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer to DynamoGraphDeployment %s: %w", req.NamespacedName, err)
 		}
 	}
@@ -82,4 +83,13 @@ func (r *DynamoGraphDeploymentReconciler) Reconcile(ctx context.Context, req ctr
 		return ctrl.Result{}, fmt.Errorf("updating status of DynamoGraphDeployment %s: %w", req.NamespacedName, err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// patchFinalizers writes dgd's finalizers and nothing else: a merge patch against orig, with
+// orig's resourceVersion so a concurrent change conflicts instead of being overwritten. An
+// Update would send the whole object as this operator's Go type knows it, dropping what the
+// user wrote that the type does not carry (unknown fields, explicit zero values such as
+// ingress.enabled: false).
+func (r *DynamoGraphDeploymentReconciler) patchFinalizers(ctx context.Context, dgd, orig *v1alpha1.DynamoGraphDeployment) error {
+	return r.Client.Patch(ctx, dgd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
