@@ -19,8 +19,9 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
-// Features are every certificate-mode scenario, C1–C10, and P3 (rotations under load). Each carries the certmode label of the
-// mode(s) it holds in, so a suite runs only its own mode's scenarios.
+// Features are every certificate-mode scenario, C1–C10, and P3 and P4 (rotations and rollout
+// restarts under load). Each carries the certmode label of the mode(s) it holds in, so a suite
+// runs only its own mode's scenarios.
 func Features() []types.Feature {
 	return []types.Feature{
 		freshInstall(),
@@ -34,6 +35,7 @@ func Features() []types.Feature {
 		externalSecretServed(),
 		olmMountServed(),
 		rotationsUnderLoad(), // P3
+		restartsUnderLoad(),  // P4
 	}
 }
 
