@@ -54,6 +54,9 @@ type Config struct {
 	// LatencyInjection delays every validating and mutating call by this much. Test-only
 	// (troubleshooting scenario T9: a webhook slower than timeoutSeconds); 0 is off.
 	LatencyInjection time.Duration
+	// BodyReadTimeout bounds the wait for a request's body (Guarded); 0 is
+	// DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
 }
 
 // ConversionPath is where the conversion webhook is served (controller-runtime's fixed path).
@@ -63,6 +66,13 @@ const ConversionPath = "/convert"
 // Call it before the manager starts.
 func Register(mgr ctrl.Manager, cfg Config) error {
 	log := mgr.GetLogger().WithName("webhook")
+	// Every path, including those controller-runtime's builder registers, is served through
+	// Guarded: POST of application/json only, the body read within the body timeout.
+	bodyTimeout := cfg.BodyReadTimeout
+	if bodyTimeout <= 0 {
+		bodyTimeout = DefaultBodyReadTimeout
+	}
+	mgr = withGuardedServer(mgr, log, bodyTimeout)
 	if cfg.LatencyInjection > 0 {
 		log.Info("TEST ONLY: delaying every validating and mutating webhook call", "latencyInjection", cfg.LatencyInjection.String())
 	}
@@ -70,9 +80,11 @@ func Register(mgr ctrl.Manager, cfg Config) error {
 	// controller-runtime's conversion handler decodes the whole body, however large; serve it
 	// behind the admission paths' size limit. It goes first: the builder registers its own,
 	// unbounded /convert with the first convertible kind (the DGDR validator below) unless the
-	// path is taken.
+	// path is taken. ConversionReviews refuses, with a message, what is not a v1
+	// ConversionReview with a request (controller-runtime answers those with a bare 400, or
+	// converts them as an empty request).
 	mgr.GetWebhookServer().Register(ConversionPath, BoundedBody(MaxRequestBytes, log,
-		conversion.NewWebhookHandler(mgr.GetScheme(), mgr.GetConverterRegistry())))
+		ConversionReviews(log, conversion.NewWebhookHandler(mgr.GetScheme(), mgr.GetConverterRegistry()))))
 
 	log.Info("Registering validation webhooks",
 		"kinds", []string{"DynamoComponentDeployment", "DynamoGraphDeployment", "DynamoModel", "DynamoGraphDeploymentRequest"})
