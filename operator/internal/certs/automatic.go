@@ -209,10 +209,54 @@ func (c *Controller) follow(ctx context.Context, gate bool) (serving, pending bo
 	if c.reported["secret"] != "" {
 		delete(c.reported, "secret")
 	}
+	if !gate {
+		// At startup a replica injects before it serves, leader or not: a restart is the
+		// documented fix for an emptied or foreign caBundle (T3), and the leader may still be
+		// the stopping pod. Only adding trust in the Secret's CA, never removing any, is safe
+		// beside the leader.
+		errs = append(errs, c.addTrust(ctx, b)...)
+	}
 	if err := c.serve(b); err != nil {
 		return false, false, append(errs, err)
 	}
 	return true, false, errs
+}
+
+// addTrust appends b's CA to every caBundle that does not hold it, keeping what the bundle
+// trusts already.
+func (c *Controller) addTrust(ctx context.Context, b *servingBundle) []error {
+	var errs []error
+	for _, o := range c.injectTargets() {
+		obj := o.newObj()
+		if err := c.client.Get(ctx, client.ObjectKey{Name: o.name}, obj); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("getting %s %s: %w", o.kind, o.name, err))
+			}
+			continue
+		}
+		var bundle []byte
+		missing := false
+		for _, cur := range caBundlesOf(obj) {
+			if bundleHolds(cur, b.ca) {
+				bundle = cur
+				continue
+			}
+			missing = true
+		}
+		if !missing {
+			continue
+		}
+		if bundle == nil { // none holds it: keep the first bundle's CAs and add the Secret's
+			if all := caBundlesOf(obj); len(all) > 0 && len(all[0]) > 0 {
+				bundle = append(bytes.TrimRight(append([]byte{}, all[0]...), "\n"), '\n')
+				bundle = append(bundle, b.caPEM...)
+			} else {
+				bundle = b.caPEM
+			}
+		}
+		errs = appendErr(errs, c.inject(ctx, o.kind, o.name, o.newObj, bundle))
+	}
+	return errs
 }
 
 // trusted reports whether every caBundle this operator injects holds b's CA. Objects that do

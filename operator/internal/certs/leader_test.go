@@ -58,9 +58,18 @@ func (r *replica) lead(t *testing.T) (stop func()) {
 
 // writes counts r's log lines that say it generated, stored or injected something.
 func (r *replica) writes() int {
+	return r.count("generating a new CA", "created Secret", "updated Secret", "injected CA bundle")
+}
+
+// secretWrites counts the log lines of generating and storing certificates: the leader's alone.
+func (r *replica) secretWrites() int {
+	return r.count("generating a new CA", "created Secret", "updated Secret")
+}
+
+func (r *replica) count(what ...string) int {
 	n := 0
 	for _, l := range r.logs.all() {
-		for _, w := range []string{"generating a new CA", "created Secret", "updated Secret", "injected CA bundle"} {
+		for _, w := range what {
 			if strings.Contains(l, w) {
 				n++
 			}
@@ -130,8 +139,13 @@ func TestLeaderElection(t *testing.T) {
 		must(t, b.c.ReadyCheck(nil))
 		t.Logf("ready %s after Bootstrap began", time.Since(began).Round(time.Millisecond))
 		must(t, f.filesOf(b)())
-		if n := b.writes(); n != 0 {
-			t.Errorf("a replica that does not lead wrote (%d log lines)", n)
+		if n := b.secretWrites(); n != 0 {
+			t.Errorf("a replica that does not lead generated or stored a certificate (%d log lines)", n)
+		}
+		// It injects before it serves, leader or not: the caBundles did not trust the Secret's
+		// CA, and a restart is the documented fix for that (T3). It only adds trust.
+		if trusted, err := b.c.trusted(context.Background(), mustBundle(t, b.c, old.secretData())); err != nil || !trusted {
+			t.Errorf("after a follower's start: caBundles trust the Secret's CA = %t (%v), want true", trusted, err)
 		}
 	})
 
@@ -239,4 +253,14 @@ func TestLeaderElection(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// mustBundle parses Secret data as controller c does.
+func mustBundle(t *testing.T, c *Controller, data map[string][]byte) *servingBundle {
+	t.Helper()
+	b, err := loadBundle(data, c.servableNow(), time.Now())
+	if err != nil {
+		t.Fatalf("parsing the Secret's certificates: %v", err)
+	}
+	return b
 }
