@@ -145,9 +145,8 @@ func TestMalformedReviews(t *testing.T) {
 	cases := []struct {
 		name, body, want string
 	}{
-		// controller-runtime decodes an empty body as an empty review.
-		{name: "A9/empty body", body: ``, want: `unknown operation ""`},
-		{name: "A9/truncated JSON", body: `{`, want: "json parse error"},
+		{name: "A9/empty body", body: ``, want: "request body is empty"},
+		{name: "A9/truncated JSON", body: `{`, want: "decoding the AdmissionReview: unexpected end of JSON input"},
 		{name: "A9/no request", body: `{}`, want: `unknown operation ""`},
 		{
 			name: "A9/update without an old object",

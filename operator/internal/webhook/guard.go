@@ -139,7 +139,7 @@ func (c conversionReviews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Kind       string          `json:"kind"`
 		Request    json.RawMessage `json:"request"`
 	}
-	if err := json.Unmarshal(body, &envelope); err != nil {
+	if err := decodeJSON(body, &envelope); err != nil {
 		reject(w, r, c.log, http.StatusBadRequest, "decoding the ConversionReview: "+err.Error())
 		return
 	}
@@ -161,9 +161,11 @@ func (c conversionReviews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // AdmissionReview of admission.k8s.io/v1, echoing the foreign kind in its answer with a
 // message about something else ("unknown operation"); here a body that names another kind or
 // apiVersion is answered, inside an AdmissionReview like every other bad request on these
-// paths, with a 400 that says so. Versions served: admission.k8s.io/v1 (what the chart's
+// paths, with a 400 that says so; so is a body that is not JSON (controller-runtime would try
+// it as YAML). Versions served: admission.k8s.io/v1 (what the chart's
 // webhook configurations ask for) and v1beta1 (which controller-runtime also answers); a body
-// without apiVersion and kind goes on, as before. The body is read up to MaxRequestBytes —
+// without apiVersion and kind goes on, as before. A review whose operation is not one the API
+// server sends (CREATE, UPDATE, DELETE, CONNECT) is refused too. The body is read up to MaxRequestBytes —
 // controller-runtime's own limit, answered with the same 413 — and handed on from memory.
 func AdmissionReviews(log logr.Logger, next http.Handler) http.Handler {
 	return admissionReviews{log: log, next: next}
@@ -173,6 +175,9 @@ type admissionReviews struct {
 	log  logr.Logger
 	next http.Handler
 }
+
+// admissionOperations are the operations an AdmissionReview may ask about.
+var admissionOperations = map[admissionv1.Operation]bool{admissionv1.Create: true, admissionv1.Update: true, admissionv1.Delete: true, admissionv1.Connect: true}
 
 // admissionReviewAPIVersions are the AdmissionReview versions served.
 var admissionReviewAPIVersions = map[string]bool{"admission.k8s.io/v1": true, "admission.k8s.io/v1beta1": true}
@@ -191,16 +196,33 @@ func (a admissionReviews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.rejectInReview(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request entity is too large; limit is %d bytes", MaxRequestBytes))
 		return
 	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		a.rejectInReview(w, r, http.StatusBadRequest, "request body is empty")
+		return
+	}
 	var envelope struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
+		Request    *struct {
+			Operation admissionv1.Operation `json:"operation"`
+		} `json:"request"`
 	}
-	// A body that is not a JSON object is left to controller-runtime, whose decoding error
-	// says what is wrong with it.
-	if json.Unmarshal(body, &envelope) == nil && envelope.APIVersion+envelope.Kind != "" &&
-		(!admissionReviewAPIVersions[envelope.APIVersion] || envelope.Kind != "AdmissionReview") {
+	// controller-runtime's decoder takes what is not JSON for YAML and answers with a YAML
+	// parser's complaint; these paths accept JSON only, so the JSON decoder says what is wrong.
+	if err := decodeJSON(body, &envelope); err != nil {
+		a.rejectInReview(w, r, http.StatusBadRequest, "decoding the AdmissionReview: "+err.Error())
+		return
+	}
+	if envelope.APIVersion+envelope.Kind != "" && (!admissionReviewAPIVersions[envelope.APIVersion] || envelope.Kind != "AdmissionReview") {
 		a.rejectInReview(w, r, http.StatusBadRequest, fmt.Sprintf("expected an AdmissionReview of admission.k8s.io/v1, got kind %q of apiVersion %q",
 			envelope.Kind, envelope.APIVersion))
+		return
+	}
+	// controller-runtime's mutating handler answers any operation with a patch; only the API
+	// server's four are answered (a request without one is left to controller-runtime, which
+	// refuses it).
+	if req := envelope.Request; req != nil && req.Operation != "" && !admissionOperations[req.Operation] {
+		a.rejectInReview(w, r, http.StatusBadRequest, fmt.Sprintf("unknown operation %q", req.Operation))
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -218,6 +240,16 @@ func (a admissionReviews) rejectInReview(w http.ResponseWriter, r *http.Request,
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Response: &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Code: code, Message: reason}},
 	})
+}
+
+// decodeJSON decodes body into the envelope v, saying in plain words when body is JSON but
+// not an object ("expected a JSON object, got array").
+func decodeJSON(body []byte, v any) error {
+	err := json.Unmarshal(body, v)
+	if typeErr := (*json.UnmarshalTypeError)(nil); errors.As(err, &typeErr) && typeErr.Field == "" {
+		return fmt.Errorf("expected a JSON object, got %s", typeErr.Value)
+	}
+	return err
 }
 
 // reject answers code with reason as a plain-text body and closes the connection (the rest of

@@ -111,7 +111,7 @@ func TestConvertRefusesWhatIsNotAConversionReview(t *testing.T) {
 		{"blank", "  \n", "request body is empty: expected a ConversionReview"},
 		{"truncated", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionRev`, "decoding the ConversionReview: unexpected end of JSON input"},
 		{"not JSON", `<xml/>`, "decoding the ConversionReview: invalid character '<'"},
-		{"an array", `[]`, "decoding the ConversionReview: json: cannot unmarshal array"},
+		{"an array", `[]`, "decoding the ConversionReview: expected a JSON object, got array"},
 		{"deeply nested", strings.Repeat(`{"a":`, 20000) + `1` + strings.Repeat(`}`, 20000), "decoding the ConversionReview: invalid character '{' exceeded max depth"},
 		{"an AdmissionReview", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u"}}`,
 			`expected a ConversionReview of apiextensions.k8s.io/v1, got kind "AdmissionReview" of apiVersion "admission.k8s.io/v1"`},
@@ -236,9 +236,13 @@ func TestAdmissionPathsAnswerHostileBodiesInAReview(t *testing.T) {
 	const nested = 20000
 	for _, tc := range []struct{ name, body, want string }{
 		{"empty", ``, "request body is empty"},
-		{"truncated", `{"apiVersion":"admission.k8s.io/v1","kind":"Admission`, "json parse error: unexpected end of JSON input"},
+		{"truncated", `{"apiVersion":"admission.k8s.io/v1","kind":"Admission`, "decoding the AdmissionReview: unexpected end of JSON input"},
 		{"deeply nested object", strings.Repeat(`{"a":`, nested) + `1` + strings.Repeat(`}`, nested), "exceeded max depth"},
 		{"deeply nested array", strings.Repeat(`[`, nested) + strings.Repeat(`]`, nested), "exceeded max depth"},
+		{"whitespace", " \n\t ", "request body is empty"},
+		{"not JSON", "\x00\xff{", "decoding the AdmissionReview: invalid character"},
+		{"an array", `[{"kind":"AdmissionReview"}]`, "decoding the AdmissionReview: expected a JSON object, got array"},
+		{"a string", `"AdmissionReview"`, "decoding the AdmissionReview: expected a JSON object, got string"},
 		{"a ConversionReview", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"u"}}`,
 			`expected an AdmissionReview of admission.k8s.io/v1, got kind "ConversionReview" of apiVersion "apiextensions.k8s.io/v1"`},
 		{"an AdmissionReview of v2", `{"apiVersion":"admission.k8s.io/v2","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE"}}`,
@@ -246,6 +250,8 @@ func TestAdmissionPathsAnswerHostileBodiesInAReview(t *testing.T) {
 		{"a Pod", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`, `expected an AdmissionReview of admission.k8s.io/v1, got kind "Pod" of apiVersion "v1"`},
 		{"a review of a Pod", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","kind":{"group":"","version":"v1","kind":"Pod"},"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}}}`,
 			"unable to decode /v1, Kind=Pod into"},
+		{"a review of an unknown operation", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"EXPLODE","object":{"apiVersion":"nvidia.com/v1alpha1","kind":"DynamoGraphDeployment","metadata":{"name":"p"}}}}`,
+			`unknown operation "EXPLODE"`},
 		{"a review of an unknown version", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","object":{"apiVersion":"nvidia.com/v9","kind":"DynamoGraphDeployment","metadata":{"name":"p"}}}}`,
 			`no kind "DynamoGraphDeployment" is registered for version "nvidia.com/v9"`},
 	} {
