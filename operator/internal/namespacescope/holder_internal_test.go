@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestGiveUpArithmeticWithDefaults(t *testing.T) {
@@ -20,16 +23,13 @@ func TestGiveUpArithmeticWithDefaults(t *testing.T) {
 		{12.5, true},  // the retry would have no time left before expiry - margin
 		{15, true},    // the retry would come as the Lease expires
 	} {
-		if got := d.tooLateToRetry(last, at(tc.failedAt)); got != tc.giveUp {
-			t.Errorf("failure %.3fs after the last renewal: give up = %v, want %v", tc.failedAt, got, tc.giveUp)
-		}
+		got := d.tooLateToRetry(last, at(tc.failedAt))
+		assert.Equal(t, tc.giveUp, got, "failure %.3fs after the last renewal: give up = %v, want %v", tc.failedAt, got, tc.giveUp)
 	}
-	if got, want := d.attemptDeadline(last, at(10)), at(20); !got.Equal(want) {
-		t.Errorf("first attempt's deadline = %s, want one renew interval later (%s)", got, want)
-	}
-	if got, want := d.attemptDeadline(last, at(20)), at(22.5); !got.Equal(want) {
-		t.Errorf("second attempt's deadline = %s, want 2.5s before expiry (%s)", got, want)
-	}
+	got, want := d.attemptDeadline(last, at(10)), at(20)
+	assert.True(t, got.Equal(want), "first attempt's deadline = %s, want one renew interval later (%s)", got, want)
+	got, want = d.attemptDeadline(last, at(20)), at(22.5)
+	assert.True(t, got.Equal(want), "second attempt's deadline = %s, want 2.5s before expiry (%s)", got, want)
 }
 
 // TestGiveUpBeforeExpiry simulates a holder whose renewals all fail, instantly or only when
@@ -40,34 +40,26 @@ func TestGiveUpBeforeExpiry(t *testing.T) {
 	for _, ld := range []time.Duration{time.Second, 2 * time.Second, 25 * time.Second, 60 * time.Second} {
 		for _, fraction := range []float64{0.05, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9, 0.99} {
 			timings := Timings{LeaseDuration: ld, RenewInterval: time.Duration(fraction * float64(ld))}
-			if err := timings.Validate(); err != nil {
-				t.Fatalf("%+v: %v", timings, err)
-			}
+			require.NoError(t, timings.Validate(), "%+v", timings)
 			for _, hang := range []bool{false, true} {
 				t.Run(fmt.Sprintf("lease %s renew %s hang %v", ld, timings.RenewInterval, hang), func(t *testing.T) {
 					start := last.Add(timings.RenewInterval)
 					for attempts := 1; ; attempts++ {
 						deadline := timings.attemptDeadline(last, start)
-						if !deadline.After(start) {
-							t.Fatalf("attempt %d at +%s has no time left (deadline +%s)", attempts, start.Sub(last), deadline.Sub(last))
-						}
+						require.True(t, deadline.After(start), "attempt %d at +%s has no time left (deadline +%s)", attempts, start.Sub(last), deadline.Sub(last))
 						failedAt := start
 						if hang {
 							failedAt = deadline
 						}
 						if timings.tooLateToRetry(last, failedAt) {
-							if !failedAt.Before(last.Add(ld)) {
-								t.Fatalf("gave up at +%s, not before the Lease expired at +%s", failedAt.Sub(last), ld)
-							}
+							require.True(t, failedAt.Before(last.Add(ld)), "gave up at +%s, not before the Lease expired at +%s", failedAt.Sub(last), ld)
 							return
 						}
 						start = start.Add(timings.RenewInterval)
 						if failedAt.After(start) {
 							start = failedAt
 						}
-						if attempts > 1000 {
-							t.Fatal("never gave up")
-						}
+						require.LessOrEqual(t, attempts, 1000, "never gave up")
 					}
 				})
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -62,9 +63,7 @@ func newNamespace(t *testing.T, prefix string) string {
 	t.Helper()
 	ns, err := admin.CoreV1().Namespaces().Create(context.Background(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating a namespace %s-*: %v", prefix, err)
-	}
+	require.NoError(t, err, "creating a namespace %s-*", prefix)
 	t.Cleanup(func() {
 		_ = admin.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
@@ -75,13 +74,9 @@ func newNamespace(t *testing.T, prefix string) string {
 func userClient(t *testing.T, name string, groups ...string) kubernetes.Interface {
 	t.Helper()
 	u, err := env.Environment.AddUser(envtest.User{Name: name, Groups: groups}, nil)
-	if err != nil {
-		t.Fatalf("provisioning user %s: %v", name, err)
-	}
+	require.NoError(t, err, "provisioning user %s", name)
 	c, err := kubernetes.NewForConfig(u.Config())
-	if err != nil {
-		t.Fatalf("building a clientset for user %s: %v", name, err)
-	}
+	require.NoError(t, err, "building a clientset for user %s", name)
 	return c
 }
 
@@ -97,18 +92,16 @@ func grantInNamespace(t *testing.T, ns string, subject rbacv1.Subject, rules []r
 	t.Helper()
 	ctx := context.Background()
 	const name = "dynamo-operator-namespace-lock"
-	if _, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+	_, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules,
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating Role %s/%s: %v", ns, name, err)
-	}
-	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+	}, metav1.CreateOptions{})
+	require.NoError(t, err, "creating Role %s/%s", ns, name)
+	_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 		Subjects:   []rbacv1.Subject{subject},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating RoleBinding %s/%s: %v", ns, name, err)
-	}
+	}, metav1.CreateOptions{})
+	require.NoError(t, err, "creating RoleBinding %s/%s", ns, name)
 	user, groups := subject.Name, []string(nil)
 	if subject.Kind == rbacv1.ServiceAccountKind {
 		user, groups = serviceAccountUser(subject.Namespace, subject.Name)
@@ -136,9 +129,7 @@ func allowed(t *testing.T, user string, groups []string, attrs authorizationv1.R
 	review, err := admin.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attrs},
 	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating SubjectAccessReview for %s %s %s in %q: %v", user, attrs.Verb, attrs.Resource, attrs.Namespace, err)
-	}
+	require.NoError(t, err, "creating SubjectAccessReview for %s %s %s in %q", user, attrs.Verb, attrs.Resource, attrs.Namespace)
 	return review.Status.Allowed
 }
 
@@ -158,9 +149,7 @@ func awaitAllowed(t *testing.T, user string, groups []string, attrs authorizatio
 func getLease(t *testing.T, ns string) *coordinationv1.Lease {
 	t.Helper()
 	lease, err := admin.CoordinationV1().Leases(ns).Get(context.Background(), namespacescope.LeaseName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("getting Lease %s/%s: %v", ns, namespacescope.LeaseName, err)
-	}
+	require.NoError(t, err, "getting Lease %s/%s", ns, namespacescope.LeaseName)
 	return lease
 }
 
@@ -170,7 +159,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", timeout, what)
+			require.Failf(t, "timed out", "after %s waiting until %s", timeout, what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -179,9 +168,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 func gauge(t *testing.T, g *prometheus.GaugeVec, ns string) float64 {
 	t.Helper()
 	var m dto.Metric
-	if err := g.WithLabelValues(ns).Write(&m); err != nil {
-		t.Fatalf("reading gauge for %s: %v", ns, err)
-	}
+	require.NoError(t, g.WithLabelValues(ns).Write(&m), "reading gauge for %s", ns)
 	return m.GetGauge().GetValue()
 }
 

@@ -1,7 +1,6 @@
 package namespacescope_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -10,16 +9,15 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gauntlet-dev/gauntlet/operator/internal/namespacescope"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestDefaultTimings(t *testing.T) {
 	d := namespacescope.DefaultTimings()
-	if err := d.Validate(); err != nil {
-		t.Fatalf("default timings are invalid: %v", err)
-	}
-	if got := d.FailoverWindow(); got != 30*time.Second {
-		t.Errorf("documented failover window is about 30s, defaults give %s", got)
-	}
+	require.NoError(t, d.Validate(), "default timings are invalid")
+	got := d.FailoverWindow()
+	assert.Equal(t, 30*time.Second, got, "documented failover window is about 30s, defaults give %s", got)
 }
 
 func TestTimingsValidate(t *testing.T) {
@@ -51,18 +49,12 @@ func TestTimingsValidate(t *testing.T) {
 			tc.edit(&timings)
 			err := timings.Validate()
 			if len(tc.wants) == 0 {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
+				require.NoError(t, err, "Validate() = %v, want nil", err)
 				return
 			}
-			if err == nil {
-				t.Fatalf("Validate() = nil, want an error mentioning %q", tc.wants)
-			}
+			require.Error(t, err, "Validate() = nil, want an error mentioning %q", tc.wants)
 			for _, want := range tc.wants {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("Validate() = %q, want it to mention %q", err, want)
-				}
+				assert.Contains(t, err.Error(), want, "Validate() = %q, want it to mention %q", err, want)
 			}
 		})
 	}
@@ -99,22 +91,16 @@ func TestActiveUntil(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(t0.Add(-time.Minute))},
 				Spec:       tc.spec,
 			}
-			if got := namespacescope.ActiveUntil(lease, 12*time.Second, tc.grace); !got.Equal(tc.want) {
-				t.Errorf("ActiveUntil() = %s, want %s", got, tc.want)
-			}
+			got := namespacescope.ActiveUntil(lease, 12*time.Second, tc.grace)
+			assert.True(t, got.Equal(tc.want), "ActiveUntil() = %s, want %s", got, tc.want)
 		})
 	}
 }
 
 func TestCacheOptions(t *testing.T) {
 	restricted := namespacescope.CacheOptions("team-a")
-	if len(restricted.DefaultNamespaces) != 1 {
-		t.Fatalf("restricted cache namespaces = %v, want only team-a", restricted.DefaultNamespaces)
-	}
-	if _, ok := restricted.DefaultNamespaces["team-a"]; !ok {
-		t.Errorf("restricted cache namespaces = %v, want team-a", restricted.DefaultNamespaces)
-	}
-	if clusterWide := namespacescope.CacheOptions(""); clusterWide.DefaultNamespaces != nil {
-		t.Errorf("cluster-wide cache namespaces = %v, want none (all namespaces)", clusterWide.DefaultNamespaces)
-	}
+	require.Len(t, restricted.DefaultNamespaces, 1, "restricted cache namespaces = %v, want only team-a", restricted.DefaultNamespaces)
+	assert.Contains(t, restricted.DefaultNamespaces, "team-a", "restricted cache namespaces = %v, want team-a", restricted.DefaultNamespaces)
+	clusterWide := namespacescope.CacheOptions("")
+	assert.Nil(t, clusterWide.DefaultNamespaces, "cluster-wide cache namespaces = %v, want none (all namespaces)", clusterWide.DefaultNamespaces)
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/operator/internal/metrics"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/namespacescope"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // startWatcher runs a Watcher until the test ends and waits for its first list.
@@ -23,29 +25,19 @@ func startWatcher(t *testing.T, c kubernetes.Interface, clk clock.Clock) (*names
 	t.Helper()
 	logs := &logRecorder{}
 	w, err := namespacescope.NewWatcher(c, fastTimings, namespacescope.WithClock(clk), namespacescope.WithLogger(logs.logger()))
-	if err != nil {
-		t.Fatalf("NewWatcher: %v", err)
-	}
-	if err := w.ReadyCheck(nil); err == nil {
-		t.Error("ReadyCheck passed before the watcher listed the Leases")
-	}
+	require.NoError(t, err, "NewWatcher")
+	require.Error(t, w.ReadyCheck(nil), "ReadyCheck passed before the watcher listed the Leases")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Watcher.Start: %v", err)
-		}
+		require.NoError(t, <-done, "Watcher.Start")
 	})
 	syncCtx, syncCancel := context.WithTimeout(ctx, 10*time.Second)
 	defer syncCancel()
-	if err := w.WaitForSync(syncCtx); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.ReadyCheck(nil); err != nil {
-		t.Errorf("ReadyCheck after sync: %v", err)
-	}
+	require.NoError(t, w.WaitForSync(syncCtx), "waiting for the watcher's first list")
+	require.NoError(t, w.ReadyCheck(nil), "ReadyCheck after sync")
 	return w, logs
 }
 
@@ -63,9 +55,7 @@ func createLease(t *testing.T, ns, name, holder string, renewed time.Time) *coor
 			RenewTime:            &at,
 		},
 	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating Lease %s/%s: %v", ns, name, err)
-	}
+	require.NoError(t, err, "creating Lease %s/%s", ns, name)
 	return lease
 }
 
@@ -84,45 +74,33 @@ func TestWatcher(t *testing.T) {
 
 		createLease(t, ns, namespacescope.LeaseName, "operator-b-0", t0)
 		eventually(t, 5*time.Second, ns+" is excluded", func() bool { return w.Excluded(ns) })
-		if got := gauge(t, metrics.NamespaceExcluded, ns); got != 1 {
-			t.Errorf("dynamo_namespace_excluded{namespace=%q} = %v, want 1", ns, got)
-		}
-		if n := logs.count(ns, excludedMsg); n != 1 {
-			t.Errorf("%q logged %d times, want once; logs:\n%s", excludedMsg, n, logs)
-		}
+		assert.InDelta(t, 1, gauge(t, metrics.NamespaceExcluded, ns), 0, "dynamo_namespace_excluded{namespace=%q}", ns)
+		n := logs.count(ns, excludedMsg)
+		assert.Equal(t, 1, n, "%q logged %d times, want once; logs:\n%s", excludedMsg, n, logs)
 
 		clk.SetTime(t0.Add(window - time.Millisecond))
-		if !w.Excluded(ns) {
-			t.Fatalf("%s re-included 1ms before renewTime + %s", ns, window)
-		}
+		require.True(t, w.Excluded(ns), "%s re-included 1ms before renewTime + %s", ns, window)
 		clk.SetTime(t0.Add(window))
-		if w.Excluded(ns) {
-			t.Fatalf("%s still excluded at renewTime + %s", ns, window)
-		}
+		require.False(t, w.Excluded(ns), "%s still excluded at renewTime + %s", ns, window)
 		eventually(t, 5*time.Second, "the excluded gauge drops to 0 at expiry", func() bool {
 			return gauge(t, metrics.NamespaceExcluded, ns) == 0
 		})
 		eventually(t, time.Second, "the re-inclusion is logged", func() bool { return logs.count(ns, expiredMsg) == 1 })
 		clk.Step(time.Second)
 		time.Sleep(100 * time.Millisecond)
-		if n := logs.count(ns, expiredMsg); n != 1 {
-			t.Errorf("%q logged %d times, want once; logs:\n%s", expiredMsg, n, logs)
-		}
+		n = logs.count(ns, expiredMsg)
+		assert.Equal(t, 1, n, "%q logged %d times, want once; logs:\n%s", expiredMsg, n, logs)
 
 		// The holder comes back (M6): its renewal excludes the namespace again.
 		renewed := metav1.NewMicroTime(clk.Now())
 		lease := getLease(t, ns)
 		lease.Spec.RenewTime = &renewed
-		if _, err := admin.CoordinationV1().Leases(ns).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-			t.Fatalf("renewing Lease %s/%s: %v", ns, lease.Name, err)
-		}
+		_, err := admin.CoordinationV1().Leases(ns).Update(ctx, lease, metav1.UpdateOptions{})
+		require.NoError(t, err, "renewing Lease %s/%s", ns, lease.Name)
 		eventually(t, 5*time.Second, ns+" is excluded again after a renewal", func() bool { return w.Excluded(ns) })
-		if n := logs.count(ns, excludedMsg); n != 2 {
-			t.Errorf("%q logged %d times after the renewal, want twice; logs:\n%s", excludedMsg, n, logs)
-		}
-		if got := gauge(t, metrics.NamespaceExcluded, ns); got != 1 {
-			t.Errorf("dynamo_namespace_excluded{namespace=%q} = %v after the renewal, want 1", ns, got)
-		}
+		n = logs.count(ns, excludedMsg)
+		assert.Equal(t, 2, n, "%q logged %d times after the renewal, want twice; logs:\n%s", excludedMsg, n, logs)
+		assert.InDelta(t, 1, gauge(t, metrics.NamespaceExcluded, ns), 0, "dynamo_namespace_excluded{namespace=%q} after the renewal", ns)
 	})
 
 	t.Run("M5 re-includes a namespace at once when its Lease is deleted", func(t *testing.T) {
@@ -132,17 +110,12 @@ func TestWatcher(t *testing.T) {
 		createLease(t, ns, namespacescope.LeaseName, "operator-b-0", t0)
 		eventually(t, 5*time.Second, ns+" is excluded", func() bool { return w.Excluded(ns) })
 
-		if err := admin.CoordinationV1().Leases(ns).Delete(ctx, namespacescope.LeaseName, metav1.DeleteOptions{}); err != nil {
-			t.Fatalf("deleting Lease %s/%s: %v", ns, namespacescope.LeaseName, err)
-		}
+		require.NoError(t, admin.CoordinationV1().Leases(ns).Delete(ctx, namespacescope.LeaseName, metav1.DeleteOptions{}), "deleting Lease %s/%s", ns, namespacescope.LeaseName)
 		// The fake clock does not move: only the deletion can re-include the namespace.
 		eventually(t, 5*time.Second, ns+" is re-included", func() bool { return !w.Excluded(ns) })
-		if got := gauge(t, metrics.NamespaceExcluded, ns); got != 0 {
-			t.Errorf("dynamo_namespace_excluded{namespace=%q} = %v, want 0", ns, got)
-		}
-		if n := logs.count(ns, "namespace re-included: lock Lease deleted"); n != 1 {
-			t.Errorf("deletion logged %d times, want once; logs:\n%s", n, logs)
-		}
+		assert.InDelta(t, 0, gauge(t, metrics.NamespaceExcluded, ns), 0, "dynamo_namespace_excluded{namespace=%q}", ns)
+		n := logs.count(ns, "namespace re-included: lock Lease deleted")
+		assert.Equal(t, 1, n, "deletion logged %d times, want once; logs:\n%s", n, logs)
 	})
 
 	t.Run("ignores Leases with other names", func(t *testing.T) {
@@ -154,21 +127,15 @@ func TestWatcher(t *testing.T) {
 		sentinel := newNamespace(t, "sentinel")
 		createLease(t, sentinel, namespacescope.LeaseName, "operator-b-0", t0)
 		eventually(t, 5*time.Second, sentinel+" is excluded", func() bool { return w.Excluded(sentinel) })
-		if w.Excluded(other) {
-			t.Errorf("%s is excluded by a Lease named some-controller-leader", other)
-		}
+		assert.False(t, w.Excluded(other), "%s is excluded by a Lease named some-controller-leader", other)
 	})
 
 	t.Run("a Lease that exists before the watcher starts excludes as soon as it has synced", func(t *testing.T) {
 		ns := newNamespace(t, "preexisting")
 		createLease(t, ns, namespacescope.LeaseName, "operator-b-0", t0)
 		w, _ := startWatcher(t, admin, clocktesting.NewFakeClock(t0))
-		if !w.Excluded(ns) {
-			t.Errorf("%s not excluded right after sync", ns)
-		}
-		if w.Excluded("no-such-namespace") {
-			t.Error("a namespace without a Lease is excluded")
-		}
+		assert.True(t, w.Excluded(ns), "%s not excluded right after sync", ns)
+		assert.False(t, w.Excluded("no-such-namespace"), "a namespace without a Lease is excluded")
 	})
 
 	t.Run("M5 a holder's graceful stop re-includes the namespace well before expiry", func(t *testing.T) {
@@ -179,13 +146,10 @@ func TestWatcher(t *testing.T) {
 		eventually(t, 5*time.Second, ns+" is excluded", func() bool { return w.Excluded(ns) })
 		r.cancel()
 		stopped := time.Now()
-		if err := r.wait(t, 5*time.Second); err != nil {
-			t.Fatalf("Start = %v", err)
-		}
+		require.NoError(t, r.wait(t, 5*time.Second), "Start")
 		eventually(t, window, ns+" is re-included", func() bool { return !w.Excluded(ns) })
-		if took := time.Since(stopped); took >= fastTimings.LeaseDuration {
-			t.Errorf("re-included %s after the stop, want well before the Lease could expire", took)
-		}
+		took := time.Since(stopped)
+		assert.Less(t, took, fastTimings.LeaseDuration, "re-included %s after the stop, want well before the Lease could expire", took)
 	})
 }
 
@@ -198,22 +162,20 @@ func TestM8WatcherNeedsOnlyListAndWatch(t *testing.T) {
 	user, groups := serviceAccountUser(operatorNS, sa)
 
 	name := operatorNS + "-leases"
-	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+	_, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"list", "watch"},
 		}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating ClusterRole %s: %v", name, err)
-	}
+	}, metav1.CreateOptions{})
+	require.NoError(t, err, "creating ClusterRole %s", name)
 	t.Cleanup(func() { _ = admin.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{}) })
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: operatorNS}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating ClusterRoleBinding %s: %v", name, err)
-	}
+	}, metav1.CreateOptions{})
+	require.NoError(t, err, "creating ClusterRoleBinding %s", name)
 	t.Cleanup(func() { _ = admin.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}) })
 
 	t.Run("M8 SubjectAccessReview allows watching leases everywhere", func(t *testing.T) {
