@@ -144,14 +144,11 @@ func run(ctx context.Context, cfg *rest.Config, opts options) (err error) {
 		return fmt.Errorf("setting up the DynamoGraphDeploymentRequest controller: %w", err)
 	}
 
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("adding the liveness check: %w", err)
-	}
 	readyChecks["webhook-server"] = mgr.GetWebhookServer().StartedChecker()
-	for name, check := range readyChecks {
-		if err := mgr.AddReadyzCheck(name, check); err != nil {
-			return fmt.Errorf("adding readiness check %s: %w", name, err)
-		}
+	// The probes are served by the operator's own server (probes.go), which bounds how long a
+	// request may take to arrive; the manager's is off.
+	if err := addProbeServer(mgr, opts.probeAddr, map[string]healthz.Checker{"ping": healthz.Ping}, readyChecks); err != nil {
+		return err
 	}
 
 	setupLog.Info("starting manager")
@@ -169,7 +166,7 @@ func managerOptions(opts options, certController *certs.Controller) ctrl.Options
 	o := ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsOptions(opts),
-		HealthProbeBindAddress: opts.probeAddr,
+		HealthProbeBindAddress: "0", // addProbeServer serves --health-probe-bind-address
 		PprofBindAddress:       opts.pprofAddr,
 		// A stopping server drains first (webhook.Draining): the API server's kept-alive
 		// connections are closed after a response, never under a request it is sending.
