@@ -12,6 +12,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -68,38 +70,29 @@ func TestAutomaticMode(t *testing.T) {
 	t.Run("C1 fresh install creates the Secret and injects every caBundle", func(t *testing.T) {
 		f := newFixture(t, "c1")
 		c := f.controller(f.options())
-		if err := c.ReadyCheck(nil); err == nil {
-			t.Error("ready before Bootstrap")
-		}
+		err := c.ReadyCheck(nil)
+		require.Error(t, err, "ready before Bootstrap")
 		start := time.Now()
 		f.bootstrap(c)
 
 		s := f.mustSecret()
-		if s.Type != corev1.SecretTypeTLS {
-			t.Errorf("Secret type %q, want %q", s.Type, corev1.SecretTypeTLS)
-		}
+		assert.Equal(t, corev1.SecretTypeTLS, s.Type, "Secret type %q, want %q", s.Type, corev1.SecretTypeTLS)
 		keys := make([]string, 0, len(s.Data))
 		for k := range s.Data {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		if !slices.Equal(keys, []string{"ca.crt", "tls.crt", "tls.key"}) {
-			t.Errorf("Secret keys %v, want ca.crt, tls.crt, tls.key", keys)
-		}
+		assert.True(t, slices.Equal(keys, []string{"ca.crt", "tls.crt", "tls.key"}), "Secret keys %v, want ca.crt, tls.crt, tls.key", keys)
 		leaf, ca := leafOf(t, s), caOf(t, s)
 		within(t, "CA NotAfter", ca.NotAfter, start.Add(tenYears), 2*time.Minute)
 		within(t, "server NotAfter", leaf.NotAfter, start.Add(tenYears), 2*time.Minute)
-		if !slices.Contains(leaf.DNSNames, f.host()) {
-			t.Errorf("SANs %v lack %s", leaf.DNSNames, f.host())
-		}
+		assert.Contains(t, leaf.DNSNames, f.host(), "SANs %v lack %s", leaf.DNSNames, f.host())
 		must(t, f.bundlesEqual(s.Data[keyCACert]))
 		must(t, f.filesMatch(s))
 		must(t, c.ReadyCheck(nil))
 
 		addr := tlsServer(t, c)
-		if err := servesCertificate(addr, f.host(), s.Data[keyCACert], leaf); err != nil {
-			t.Errorf("the Secret's certificate: %v", err)
-		}
+		require.NoError(t, servesCertificate(addr, f.host(), s.Data[keyCACert], leaf), "the Secret's certificate")
 		eventually(t, 5*time.Second, "certificate expiry metric", func() error {
 			if v := gaugeValue(t); v != float64(leaf.NotAfter.Unix()) {
 				return fmt.Errorf("metric %v, want %d", v, leaf.NotAfter.Unix())
@@ -118,12 +111,8 @@ func TestAutomaticMode(t *testing.T) {
 		f.certDir = opts.CertDir
 		f.bootstrap(f.controller(opts))
 		after := f.mustSecret()
-		if leafOf(t, after).SerialNumber.Cmp(leafOf(t, before).SerialNumber) != 0 || caOf(t, after).SerialNumber.Cmp(caOf(t, before).SerialNumber) != 0 {
-			t.Error("restart regenerated the certificate")
-		}
-		if after.ResourceVersion != before.ResourceVersion {
-			t.Errorf("restart rewrote the Secret (resourceVersion %s -> %s)", before.ResourceVersion, after.ResourceVersion)
-		}
+		assert.False(t, leafOf(t, after).SerialNumber.Cmp(leafOf(t, before).SerialNumber) != 0 || caOf(t, after).SerialNumber.Cmp(caOf(t, before).SerialNumber) != 0, "restart regenerated the certificate")
+		assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "restart rewrote the Secret (resourceVersion %s -> %s)", before.ResourceVersion, after.ResourceVersion)
 		must(t, f.filesMatch(after))
 	})
 
@@ -157,9 +146,7 @@ func TestAutomaticMode(t *testing.T) {
 				created++
 			}
 		}
-		if created != 1 {
-			t.Errorf("%d replicas created the Secret, want exactly 1", created)
-		}
+		assert.Equal(t, 1, created, "%d replicas created the Secret, want exactly 1", created)
 	})
 
 	t.Run("C3 Secret deleted then restart issues a new certificate", func(t *testing.T) {
@@ -170,9 +157,7 @@ func TestAutomaticMode(t *testing.T) {
 
 		f.bootstrap(f.controller(f.options()))
 		s := f.mustSecret()
-		if leafOf(t, s).SerialNumber.Cmp(leafOf(t, old).SerialNumber) == 0 || caOf(t, s).Equal(caOf(t, old)) {
-			t.Error("certificate or CA not renewed")
-		}
+		assert.False(t, leafOf(t, s).SerialNumber.Cmp(leafOf(t, old).SerialNumber) == 0 || caOf(t, s).Equal(caOf(t, old)), "certificate or CA not renewed")
 		must(t, f.bundlesEqual(s.Data[keyCACert]))
 		must(t, f.filesMatch(s))
 	})
@@ -230,18 +215,14 @@ func TestAutomaticMode(t *testing.T) {
 			f.createSecret(old)
 			f.bootstrap(f.controller(f.options()))
 			s := f.mustSecret()
-			if string(s.Data[keyTLSCert]) == string(old[keyTLSCert]) {
-				t.Fatal("Secret kept")
-			}
+			require.NotEqual(t, string(old[keyTLSCert]), string(s.Data[keyTLSCert]), "Secret kept")
 			opts := f.options()
 			opts.setDefaults()
-			if _, err := loadBundle(s.Data, &opts, time.Now()); err != nil {
-				t.Errorf("regenerated Secret is not valid: %v", err)
-			}
+			_, err := loadBundle(s.Data, &opts, time.Now())
+			require.NoError(t, err, "regenerated Secret is not valid")
 			must(t, f.filesMatch(s))
-			if _, err := f.logs.line("cert-controller:", "not usable", f.ns+"/"+f.secret, tc.reason); err != nil {
-				t.Error(err)
-			}
+			_, err = f.logs.line("cert-controller:", "not usable", f.ns+"/"+f.secret, tc.reason)
+			require.NoError(t, err)
 			assertNoKeyMaterial(t, strings.Join(f.logs.all(), "\n"), old[keyTLSKey], s.Data[keyTLSKey])
 		})
 	}
@@ -280,9 +261,8 @@ func TestAutomaticMode(t *testing.T) {
 		eventually(t, 10*time.Second, "caBundles trust the replacement CA (and, for the overlap, the old one)", func() error {
 			return f.bundlesEqual(append(append([]byte{}, replacement.caPEM...), old.Data[keyCACert]...))
 		})
-		if s := f.mustSecret(); string(s.Data[keyTLSCert]) != string(replacement.certPEM) {
-			t.Error("the operator overwrote a valid replacement certificate")
-		}
+		s := f.mustSecret()
+		assert.Equal(t, string(replacement.certPEM), string(s.Data[keyTLSCert]), "the operator overwrote a valid replacement certificate")
 	})
 
 	t.Run("a rejected Secret's CA is never trusted, not even for the overlap", func(t *testing.T) {
@@ -311,9 +291,8 @@ func TestAutomaticMode(t *testing.T) {
 			return f.bundlesEqual(append(append([]byte{}, regenerated...), servedCA...))
 		})
 		time.Sleep(300 * time.Millisecond)
-		if places := trusted(); len(places) > 0 {
-			t.Errorf("the rejected Secret's CA was trusted in %s", strings.Join(places, ", "))
-		}
+		places := trusted()
+		assert.Empty(t, places, "the rejected Secret's CA was trusted in %s", strings.Join(places, ", "))
 	})
 
 	t.Run("T3 emptied, foreign or recreated caBundles are re-injected within CheckInterval", func(t *testing.T) {
@@ -369,12 +348,10 @@ func TestAutomaticMode(t *testing.T) {
 		shortCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err = f.controllerAs(f.options(), user.Config()).Bootstrap(shortCtx)
 		cancel()
-		if err == nil || !strings.Contains(err.Error(), "getting Secret "+secretRef) || !apierrors.IsForbidden(err) {
-			t.Fatalf("Bootstrap without RBAC returned %v, want a forbidden error naming Secret %s", err, secretRef)
-		}
-		if _, err := f.logs.line("cert-controller:", "forbidden", "getting Secret "+secretRef); err != nil {
-			t.Error(err)
-		}
+		require.ErrorContains(t, err, "getting Secret "+secretRef, "Bootstrap without RBAC: want a forbidden error naming Secret %s", secretRef)
+		require.True(t, apierrors.IsForbidden(err), "Bootstrap without RBAC returned %v, want a forbidden error naming Secret %s", err, secretRef)
+		_, err = f.logs.line("cert-controller:", "forbidden", "getting Secret "+secretRef)
+		require.NoError(t, err)
 
 		c := f.controllerAs(f.options(), user.Config())
 		bootCtx, stopBoot := context.WithCancel(ctx)
@@ -389,9 +366,8 @@ func TestAutomaticMode(t *testing.T) {
 			_, err := f.logs.line("cert-controller:", "forbidden", "creating Secret "+secretRef)
 			return err
 		})
-		if _, err := f.getSecret(); !apierrors.IsNotFound(err) {
-			t.Fatalf("Secret exists without create permission (err=%v)", err)
-		}
+		_, err = f.getSecret()
+		require.True(t, apierrors.IsNotFound(err), "Secret exists without create permission (err=%v)", err)
 
 		f.grant(userName, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "cert-controller-secret-create"},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}}}})
@@ -399,19 +375,17 @@ func TestAutomaticMode(t *testing.T) {
 		case err := <-booted:
 			must(t, err)
 		case <-time.After(15 * time.Second):
-			t.Fatal("Bootstrap did not recover after RBAC for the Secret was granted")
+			require.Fail(t, "Bootstrap did not recover after RBAC for the Secret was granted")
 		}
 		s := f.mustSecret()
 		must(t, f.filesMatch(s))
 		// Serving goes ahead; the caBundles can't be injected yet: "caBundle not injected".
 		for _, obj := range []string{"getting ValidatingWebhookConfiguration " + f.vwc, "getting MutatingWebhookConfiguration " + f.mwc, "getting CustomResourceDefinition " + dgdrCRD} {
-			if _, err := f.logs.line("cert-controller:", "forbidden", obj); err != nil {
-				t.Error(err)
-			}
+			_, err := f.logs.line("cert-controller:", "forbidden", obj)
+			require.NoError(t, err)
 		}
-		if err := f.bundlesEqual(s.Data[keyCACert]); err == nil {
-			t.Fatal("caBundles injected without permission")
-		}
+		err = f.bundlesEqual(s.Data[keyCACert])
+		require.Error(t, err, "caBundles injected without permission")
 
 		start(t, c)
 		f.grant(userName, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cert-controller-" + f.ns},

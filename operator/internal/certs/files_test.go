@@ -7,20 +7,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func touch(t *testing.T, path string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
+	require.NoError(t, os.WriteFile(path, []byte("x"), 0o600))
 }
 
 func TestResolveServingFiles(t *testing.T) {
@@ -44,13 +42,9 @@ func TestResolveServingFiles(t *testing.T) {
 				touch(t, filepath.Join(root, p))
 			}
 			got, err := ResolveServingFiles(filepath.Join(root, "certs"), filepath.Join(root, "olm"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			want := ServingFiles{filepath.Join(root, tc.wantCert), filepath.Join(root, tc.wantKey)}
-			if got != want {
-				t.Errorf("got %+v, want %+v", got, want)
-			}
+			assert.Equal(t, want, got, "got %+v, want %+v", got, want)
 		})
 	}
 
@@ -62,41 +56,29 @@ func TestResolveServingFiles(t *testing.T) {
 		mustSymlink(t, "..data/tls.crt", filepath.Join(dir, "tls.crt"))
 		mustSymlink(t, "..data/tls.key", filepath.Join(dir, "tls.key"))
 		got, err := ResolveServingFiles(dir, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.CertFile != filepath.Join(dir, "tls.crt") {
-			t.Errorf("got %+v", got)
-		}
+		require.NoError(t, err)
+		assert.Equal(t, got.CertFile, filepath.Join(dir, "tls.crt"), "got %+v", got)
 	})
 
 	t.Run("nothing mounted names every place looked at", func(t *testing.T) {
 		root := t.TempDir()
 		_, err := ResolveServingFiles(filepath.Join(root, "certs"), filepath.Join(root, "olm"))
-		if err == nil {
-			t.Fatal("resolved nothing without error")
-		}
+		require.Error(t, err, "resolved nothing without error")
 		for _, p := range []string{"certs/tls.crt", "certs/tls.cert", "certs/tls.key", "olm/apiserver.crt", "olm/apiserver.key"} {
-			if !strings.Contains(err.Error(), filepath.Join(root, p)) {
-				t.Errorf("error %q does not mention %s", err, p)
-			}
+			assert.Contains(t, err.Error(), filepath.Join(root, p), "error %q does not mention %s", err, p)
 		}
 	})
 }
 
 func mustSymlink(t *testing.T, target, link string) {
 	t.Helper()
-	if err := os.Symlink(target, link); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Symlink(target, link))
 }
 
 func readString(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path) //nolint:gosec // G304: tests pass paths under their t.TempDir()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return string(b)
 }
 
@@ -105,36 +87,25 @@ func TestWriteFilesAtomically(t *testing.T) {
 	v1 := map[string][]byte{"tls.crt": []byte("cert-1"), "tls.key": []byte("key-1")}
 
 	changed, err := writeFilesAtomically(dir, v1)
-	if err != nil || !changed {
-		t.Fatalf("first write: changed=%v err=%v", changed, err)
-	}
-	if got := readString(t, filepath.Join(dir, "tls.crt")); got != "cert-1" {
-		t.Errorf("tls.crt = %q", got)
-	}
+	require.NoError(t, err, "first write")
+	require.True(t, changed, "first write: changed=%v, want true", changed)
+	got := readString(t, filepath.Join(dir, "tls.crt"))
+	assert.Equal(t, "cert-1", got, "tls.crt = %q", got)
 	fi, err := os.Stat(filepath.Join(dir, "tls.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode().Perm() != 0o600 {
-		t.Errorf("tls.key mode %v, want 0600", fi.Mode().Perm())
-	}
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o600), fi.Mode().Perm(), "tls.key mode %v, want 0600", fi.Mode().Perm())
 
 	changed, err = writeFilesAtomically(dir, v1)
-	if err != nil || changed {
-		t.Errorf("identical rewrite: changed=%v err=%v", changed, err)
-	}
+	require.NoError(t, err, "identical rewrite")
+	assert.False(t, changed, "identical rewrite: changed=%v, want false", changed)
 
 	t.Run("replaces regular files left by someone else", func(t *testing.T) {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "tls.crt"), []byte("old"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := writeFilesAtomically(dir, v1); err != nil {
-			t.Fatal(err)
-		}
-		if got := readString(t, filepath.Join(dir, "tls.crt")); got != "cert-1" {
-			t.Errorf("tls.crt = %q", got)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "tls.crt"), []byte("old"), 0o600))
+		_, err := writeFilesAtomically(dir, v1)
+		require.NoError(t, err)
+		got := readString(t, filepath.Join(dir, "tls.crt"))
+		assert.Equal(t, "cert-1", got, "tls.crt = %q", got)
 	})
 
 	t.Run("readers never see partial content and old versions are cleaned up", func(t *testing.T) {
@@ -147,9 +118,8 @@ func TestWriteFilesAtomically(t *testing.T) {
 			versions[i] = map[string][]byte{"tls.crt": c, "tls.key": k}
 			valid[string(c)], valid[string(k)] = true, true
 		}
-		if _, err := writeFilesAtomically(dir, versions[0]); err != nil {
-			t.Fatal(err)
-		}
+		_, err := writeFilesAtomically(dir, versions[0])
+		require.NoError(t, err)
 		var stop atomic.Bool
 		var reads, bad atomic.Int64
 		var wg sync.WaitGroup
@@ -173,28 +143,21 @@ func TestWriteFilesAtomically(t *testing.T) {
 			})
 		}
 		for i := 1; i < len(versions); i++ {
-			if _, err := writeFilesAtomically(dir, versions[i]); err != nil {
-				t.Fatal(err)
-			}
+			_, err := writeFilesAtomically(dir, versions[i])
+			require.NoError(t, err)
 		}
 		stop.Store(true)
 		wg.Wait()
-		if bad.Load() != 0 {
-			t.Errorf("%d of %d reads saw a missing or partial file", bad.Load(), reads.Load())
-		}
+		assert.Equal(t, int64(0), bad.Load(), "%d of %d reads saw a missing or partial file", bad.Load(), reads.Load())
 		entries, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var names []string
 		for _, e := range entries {
 			names = append(names, e.Name())
 		}
-		if len(names) != 4 { // ..certs_<x>, ..data, tls.crt, tls.key
-			t.Errorf("directory holds %v, want one staging dir, ..data and the two files", names)
-		}
-		if got := readString(t, filepath.Join(dir, "tls.key")); got != string(versions[len(versions)-1]["tls.key"]) {
-			t.Error("tls.key is not the last version written")
-		}
+		// ..certs_<x>, ..data, tls.crt, tls.key
+		assert.Len(t, names, 4, "directory holds %v, want one staging dir, ..data and the two files", names)
+		got := readString(t, filepath.Join(dir, "tls.key"))
+		assert.Equal(t, string(versions[len(versions)-1]["tls.key"]), got, "tls.key is not the last version written")
 	})
 }

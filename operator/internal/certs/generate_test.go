@@ -14,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func testOptions() Options {
@@ -25,17 +28,13 @@ func testOptions() Options {
 func mustGenerate(t *testing.T, o Options) *servingBundle {
 	t.Helper()
 	b, err := generateBundle(&o, time.Now())
-	if err != nil {
-		t.Fatalf("generating bundle: %v", err)
-	}
+	require.NoError(t, err, "generating bundle")
 	return b
 }
 
 func within(t *testing.T, what string, got, want time.Time, tolerance time.Duration) {
 	t.Helper()
-	if d := got.Sub(want); d > tolerance || d < -tolerance {
-		t.Errorf("%s = %s, want %s ± %s", what, got.UTC(), want.UTC(), tolerance)
-	}
+	assert.WithinDuration(t, want, got, tolerance, "%s = %s, want %s ± %s", what, got.UTC(), want.UTC(), tolerance)
 }
 
 func TestGenerateBundle(t *testing.T) {
@@ -45,72 +44,47 @@ func TestGenerateBundle(t *testing.T) {
 
 	t.Run("CA is a self-signed root with defaults of 10 years", func(t *testing.T) {
 		ca := b.ca
-		if !ca.IsCA || !ca.BasicConstraintsValid || !ca.MaxPathLenZero {
-			t.Errorf("CA basic constraints: IsCA=%v valid=%v maxPathLenZero=%v", ca.IsCA, ca.BasicConstraintsValid, ca.MaxPathLenZero)
-		}
-		if ca.KeyUsage&x509.KeyUsageCertSign == 0 {
-			t.Errorf("CA key usage %b lacks certSign", ca.KeyUsage)
-		}
-		if err := ca.CheckSignatureFrom(ca); err != nil {
-			t.Errorf("CA is not self-signed: %v", err)
-		}
+		assert.False(t, !ca.IsCA || !ca.BasicConstraintsValid || !ca.MaxPathLenZero, "CA basic constraints: IsCA=%v valid=%v maxPathLenZero=%v", ca.IsCA, ca.BasicConstraintsValid, ca.MaxPathLenZero)
+		assert.NotZero(t, ca.KeyUsage&x509.KeyUsageCertSign, "CA key usage %b lacks certSign", ca.KeyUsage)
+		require.NoError(t, ca.CheckSignatureFrom(ca), "CA is not self-signed")
 		within(t, "CA NotAfter", ca.NotAfter, now.Add(10*365*24*time.Hour), time.Minute)
 	})
 
 	t.Run("server certificate is for the Service, serverAuth, 10 years", func(t *testing.T) {
 		leaf := b.leaf
 		want := []string{"webhook-service", "webhook-service.dynamo-system", "webhook-service.dynamo-system.svc", "webhook-service.dynamo-system.svc.cluster.local"}
-		if !slices.Equal(leaf.DNSNames, want) {
-			t.Errorf("SANs = %v, want %v", leaf.DNSNames, want)
-		}
-		if !slices.Equal(leaf.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}) {
-			t.Errorf("extended key usage = %v, want [serverAuth]", leaf.ExtKeyUsage)
-		}
-		if leaf.IsCA {
-			t.Error("server certificate is a CA")
-		}
+		assert.True(t, slices.Equal(leaf.DNSNames, want), "SANs = %v, want %v", leaf.DNSNames, want)
+		assert.True(t, slices.Equal(leaf.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}), "extended key usage = %v, want [serverAuth]", leaf.ExtKeyUsage)
+		assert.False(t, leaf.IsCA, "server certificate is a CA")
 		within(t, "server NotAfter", leaf.NotAfter, now.Add(10*365*24*time.Hour), time.Minute)
-		if leaf.NotBefore.After(now) {
-			t.Errorf("server NotBefore %s is in the future", leaf.NotBefore)
-		}
+		assert.False(t, leaf.NotBefore.After(now), "server NotBefore %s is in the future", leaf.NotBefore)
 		pool := x509.NewCertPool()
 		pool.AddCert(b.ca)
-		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "webhook-service.dynamo-system.svc", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
-			t.Errorf("server certificate does not verify against its CA: %v", err)
-		}
+		_, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "webhook-service.dynamo-system.svc", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+		require.NoError(t, err, "server certificate does not verify against its CA")
 	})
 
 	t.Run("keys are ECDSA P-256 and PEM encoded as the Secret expects", func(t *testing.T) {
 		pair, err := tls.X509KeyPair(b.certPEM, b.keyPEM)
-		if err != nil {
-			t.Fatalf("tls.crt/tls.key do not load: %v", err)
-		}
+		require.NoError(t, err, "tls.crt/tls.key do not load")
 		k, ok := pair.PrivateKey.(*ecdsa.PrivateKey)
-		if !ok || k.Curve != elliptic.P256() {
-			t.Errorf("serving key is %T, want ECDSA P-256", pair.PrivateKey)
-		}
-		if blk, _ := pem.Decode(b.caPEM); blk == nil || blk.Type != "CERTIFICATE" {
-			t.Errorf("ca.crt is not a PEM certificate")
-		}
+		assert.False(t, !ok || k.Curve != elliptic.P256(), "serving key is %T, want ECDSA P-256", pair.PrivateKey)
+		blk, _ := pem.Decode(b.caPEM)
+		assert.False(t, blk == nil || blk.Type != "CERTIFICATE", "ca.crt is not a PEM certificate")
 	})
 
 	t.Run("fresh bundle is valid and serials are unique", func(t *testing.T) {
-		if _, err := loadBundle(b.secretData(), &o, time.Now()); err != nil {
-			t.Errorf("generated bundle rejected: %v", err)
-		}
+		_, err := loadBundle(b.secretData(), &o, time.Now())
+		require.NoError(t, err, "generated bundle rejected")
 		other := mustGenerate(t, o)
-		if other.leaf.SerialNumber.Cmp(b.leaf.SerialNumber) == 0 || other.ca.SerialNumber.Cmp(b.ca.SerialNumber) == 0 {
-			t.Error("two generations share a serial number")
-		}
+		assert.False(t, other.leaf.SerialNumber.Cmp(b.leaf.SerialNumber) == 0 || other.ca.SerialNumber.Cmp(b.ca.SerialNumber) == 0, "two generations share a serial number")
 	})
 
 	t.Run("server validity never exceeds the CA's", func(t *testing.T) {
 		o := testOptions()
 		o.CAValidity, o.ServerValidity = 48*time.Hour, 96*time.Hour
 		b := mustGenerate(t, o)
-		if !b.leaf.NotAfter.Equal(b.ca.NotAfter) {
-			t.Errorf("server NotAfter %s, CA NotAfter %s", b.leaf.NotAfter, b.ca.NotAfter)
-		}
+		assert.True(t, b.leaf.NotAfter.Equal(b.ca.NotAfter), "server NotAfter %s, CA NotAfter %s", b.leaf.NotAfter, b.ca.NotAfter)
 	})
 }
 
@@ -163,12 +137,8 @@ func TestLoadBundleRejects(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadBundle(tc.data, &o, tc.now)
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("reason %q does not contain %q", err, tc.want)
-			}
+			require.Error(t, err, "accepted")
+			assert.Contains(t, err.Error(), tc.want, "reason %q does not contain %q", err, tc.want)
 			assertNoKeyMaterial(t, err.Error(), good.keyPEM, other.keyPEM)
 		})
 	}
@@ -176,9 +146,8 @@ func TestLoadBundleRejects(t *testing.T) {
 	t.Run("expiring beyond the look-ahead is kept", func(t *testing.T) {
 		o := testOptions()
 		o.LookAhead = 29 * 24 * time.Hour
-		if _, err := loadBundle(expiring.secretData(), &o, time.Now()); err != nil {
-			t.Errorf("rejected: %v", err)
-		}
+		_, err := loadBundle(expiring.secretData(), &o, time.Now())
+		require.NoError(t, err, "rejected")
 	})
 }
 
@@ -188,31 +157,21 @@ func leafOutlivingCA(t *testing.T, o Options, caValidity, serverValidity time.Du
 	t.Helper()
 	now := time.Now()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "short-lived-ca"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(caValidity), IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), DNSNames: o.dnsNames(),
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(serverValidity),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, key.Public(), caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return map[string][]byte{
 		keyTLSCert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		keyTLSKey:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
@@ -228,8 +187,7 @@ func assertNoKeyMaterial(t *testing.T, s string, keys ...[]byte) {
 			if line == "" || strings.HasPrefix(line, "-----") {
 				continue
 			}
-			if strings.Contains(s, line) {
-				t.Errorf("text contains private key material: %q", s)
+			if !assert.NotContains(t, s, line, "text contains private key material: %q", s) {
 				return
 			}
 		}
@@ -245,27 +203,19 @@ func TestBundleFormattingHidesKey(t *testing.T) {
 
 func TestOptionsValidation(t *testing.T) {
 	o := testOptions()
-	if err := o.validate(); err != nil {
-		t.Fatalf("defaults rejected: %v", err)
-	}
+	require.NoError(t, o.validate(), "defaults rejected")
 	o.LookAhead = o.ServerValidity
-	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "look-ahead") {
-		t.Errorf("look-ahead as long as the validity accepted (err=%v)", err)
-	}
+	err := o.validate()
+	require.ErrorContains(t, err, "look-ahead", "look-ahead as long as the validity accepted")
 	ext := Options{Mode: ModeExternal, CertDir: "/x"}
 	ext.setDefaults()
-	if err := ext.validate(); err != nil {
-		t.Errorf("external mode needs no Secret or Service names: %v", err)
-	}
+	require.NoError(t, ext.validate(), "external mode needs no Secret or Service names")
 	empty := testOptions()
 	empty.ConversionCRDs = []string{""}
 	empty.setDefaults()
-	if len(empty.ConversionCRDs) != 0 {
-		t.Errorf("an empty --conversion-crd kept as a name: %q", empty.ConversionCRDs)
-	}
-	if _, err := ParseMode("manual"); err == nil {
-		t.Error(`mode "manual" accepted`)
-	}
+	assert.Empty(t, empty.ConversionCRDs, "an empty --conversion-crd kept as a name: %q", empty.ConversionCRDs)
+	_, err = ParseMode("manual")
+	require.Error(t, err, `mode "manual" accepted`)
 }
 
 func TestStillValidCAs(t *testing.T) {
@@ -273,16 +223,12 @@ func TestStillValidCAs(t *testing.T) {
 	a, b := mustGenerate(t, o), mustGenerate(t, o)
 	both := append(append([]byte{}, a.caPEM...), b.caPEM...)
 
-	if got := stillValidCAs(append(append([]byte{}, both...), a.caPEM...), b.caPEM, time.Now()); string(got) != string(a.caPEM) {
-		t.Errorf("want only CA a once (b is current), got %d bytes", len(got))
-	}
-	if got := stillValidCAs(a.caPEM, b.caPEM, a.ca.NotAfter.Add(time.Second)); len(got) != 0 {
-		t.Error("expired CA kept trusted")
-	}
-	if got := stillValidCAs(a.certPEM, b.caPEM, time.Now()); len(got) != 0 {
-		t.Error("a leaf certificate was taken for a CA")
-	}
-	if got := stillValidCAs([]byte("garbage"), b.caPEM, time.Now()); len(got) != 0 {
-		t.Error("garbage yielded a CA")
-	}
+	got := stillValidCAs(append(append([]byte{}, both...), a.caPEM...), b.caPEM, time.Now())
+	assert.Equal(t, string(a.caPEM), string(got), "want only CA a once (b is current), got %d bytes", len(got))
+	got = stillValidCAs(a.caPEM, b.caPEM, a.ca.NotAfter.Add(time.Second))
+	assert.Empty(t, got, "expired CA kept trusted")
+	got = stillValidCAs(a.certPEM, b.caPEM, time.Now())
+	assert.Empty(t, got, "a leaf certificate was taken for a CA")
+	got = stillValidCAs([]byte("garbage"), b.caPEM, time.Now())
+	assert.Empty(t, got, "garbage yielded a CA")
 }

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // replica is one operator replica's certificate controller, with its own files and log.
@@ -48,9 +51,7 @@ func (r *replica) lead(t *testing.T) (stop func()) {
 		}
 		stopped = true
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("%s: Leader().Start returned %v", r.name, err)
-		}
+		require.NoError(t, <-done, "%s: Leader().Start returned", r.name)
 	}
 	t.Cleanup(stop)
 	return stop
@@ -97,15 +98,13 @@ func TestLeaderElection(t *testing.T) {
 		a, b := f.replica("a"), f.replica("b")
 		for _, r := range []*replica{a, b} {
 			f.bootstrap(r.c) // no Secret: neither generates before it leads
-			if err := r.c.ReadyCheck(nil); err == nil {
-				t.Errorf("%s: ready without a certificate", r.name)
-			}
+			err := r.c.ReadyCheck(nil)
+			require.Error(t, err, "%s: ready without a certificate", r.name)
 			start(t, r.c)
 		}
 		time.Sleep(500 * time.Millisecond)
-		if _, err := f.getSecret(); err == nil {
-			t.Fatal("a Secret was created before any replica led")
-		}
+		_, err := f.getSecret()
+		require.Error(t, err, "a Secret was created before any replica led")
 
 		a.lead(t)
 		eventually(t, 10*time.Second, "the leader's Secret", func() error { _, err := f.getSecret(); return err })
@@ -114,19 +113,13 @@ func TestLeaderElection(t *testing.T) {
 		for _, r := range []*replica{a, b} {
 			eventually(t, 10*time.Second, r.name+"'s files hold the Secret's certificate", f.filesOf(r))
 			eventually(t, 10*time.Second, r.name+" ready", func() error { return r.c.ReadyCheck(nil) })
-			if err := servesCertificate(tlsServer(t, r.c), f.host(), s.Data[keyCACert], leafOf(t, s)); err != nil {
-				t.Errorf("%s serves: %v", r.name, err)
-			}
+			require.NoError(t, servesCertificate(tlsServer(t, r.c), f.host(), s.Data[keyCACert], leafOf(t, s)), "%s serves", r.name)
 		}
-		if a.writes() == 0 {
-			t.Error("the leader logged no generation or injection")
-		}
-		if n := b.writes(); n != 0 {
-			t.Errorf("the replica that does not lead generated or injected (%d log lines)", n)
-		}
-		if _, err := b.logs.line("cert-controller:", "waiting for the leader to create it"); err != nil {
-			t.Error(err)
-		}
+		assert.NotZero(t, a.writes(), "the leader logged no generation or injection")
+		n := b.writes()
+		assert.Equal(t, 0, n, "the replica that does not lead generated or injected (%d log lines)", n)
+		_, err = b.logs.line("cert-controller:", "waiting for the leader to create it")
+		require.NoError(t, err)
 	})
 
 	t.Run("a replica starting beside a valid Secret serves it at once, without leading", func(t *testing.T) {
@@ -139,14 +132,12 @@ func TestLeaderElection(t *testing.T) {
 		must(t, b.c.ReadyCheck(nil))
 		t.Logf("ready %s after Bootstrap began", time.Since(began).Round(time.Millisecond))
 		must(t, f.filesOf(b)())
-		if n := b.secretWrites(); n != 0 {
-			t.Errorf("a replica that does not lead generated or stored a certificate (%d log lines)", n)
-		}
+		n := b.secretWrites()
+		assert.Equal(t, 0, n, "a replica that does not lead generated or stored a certificate (%d log lines)", n)
 		// It injects before it serves, leader or not: the caBundles did not trust the Secret's
 		// CA, and a restart is the documented fix for that (T3). It only adds trust.
-		if trusted, err := b.c.trusted(context.Background(), mustBundle(t, b.c, old.secretData())); err != nil || !trusted {
-			t.Errorf("after a follower's start: caBundles trust the Secret's CA = %t (%v), want true", trusted, err)
-		}
+		trusted, err := b.c.trusted(context.Background(), mustBundle(t, b.c, old.secretData()))
+		assert.False(t, err != nil || !trusted, "after a follower's start: caBundles trust the Secret's CA = %t (%v), want true", trusted, err)
 	})
 
 	t.Run("CA replaced while running: the follower switches only once the leader has injected the new CA", func(t *testing.T) {
@@ -174,9 +165,7 @@ func TestLeaderElection(t *testing.T) {
 			return err
 		})
 		time.Sleep(500 * time.Millisecond)
-		if err := servesCertificate(addr, f.host(), old.Data[keyCACert], leafOf(t, old)); err != nil {
-			t.Fatalf("the follower switched to a certificate no caBundle trusts: %v", err)
-		}
+		require.NoError(t, servesCertificate(addr, f.host(), old.Data[keyCACert], leafOf(t, old)), "the follower switched to a certificate no caBundle trusts")
 
 		// A leader again: it injects the new CA (and the old one, for the overlap); then the
 		// follower serves the new certificate.
@@ -190,13 +179,10 @@ func TestLeaderElection(t *testing.T) {
 		bundles, err := f.caBundles()
 		must(t, err)
 		for place, bundle := range bundles {
-			if !bundleHolds(bundle, replacement.ca) {
-				t.Errorf("%s does not trust the CA the follower serves", place)
-			}
+			assert.True(t, bundleHolds(bundle, replacement.ca), "%s does not trust the CA the follower serves", place)
 		}
-		if n := b.writes(); n != 0 {
-			t.Errorf("the follower wrote (%d log lines)", n)
-		}
+		n := b.writes()
+		assert.Equal(t, 0, n, "the follower wrote (%d log lines)", n)
 	})
 
 	t.Run("the leader steps down: the next leader takes over generation", func(t *testing.T) {
@@ -209,9 +195,8 @@ func TestLeaderElection(t *testing.T) {
 		f.bootstrap(b.c)
 		start(t, b.c)
 		stopA()
-		if _, err := a.logs.line("cert-controller:", "no longer leading"); err != nil {
-			t.Error(err)
-		}
+		_, err := a.logs.line("cert-controller:", "no longer leading")
+		require.NoError(t, err)
 
 		b.lead(t)
 		old := f.mustSecret()
@@ -226,14 +211,12 @@ func TestLeaderElection(t *testing.T) {
 			}
 			return nil
 		})
-		if _, err := b.logs.line("cert-controller:", "created Secret"); err != nil {
-			t.Error(err)
-		}
+		_, err = b.logs.line("cert-controller:", "created Secret")
+		require.NoError(t, err)
 		before := a.writes()
 		time.Sleep(500 * time.Millisecond)
-		if n := a.writes(); n != before {
-			t.Errorf("the former leader kept writing (%d more log lines)", n-before)
-		}
+		n := a.writes()
+		assert.Equal(t, before, n, "the former leader kept writing (%d more log lines)", n-before)
 		s := f.mustSecret()
 		eventually(t, 10*time.Second, "both replicas serve the new certificate", func() error {
 			for _, r := range []*replica{a, b} {
@@ -259,8 +242,6 @@ func TestLeaderElection(t *testing.T) {
 func mustBundle(t *testing.T, c *Controller, data map[string][]byte) *servingBundle {
 	t.Helper()
 	b, err := loadBundle(data, c.servableNow(), time.Now())
-	if err != nil {
-		t.Fatalf("parsing the Secret's certificates: %v", err)
-	}
+	require.NoError(t, err, "parsing the Secret's certificates")
 	return b
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -57,9 +58,7 @@ func TestMain(m *testing.M) {
 func testEnv(t *testing.T) *testcluster.Env {
 	t.Helper()
 	clusterOnce.Do(func() { cluster, clusterErr = testcluster.New() })
-	if clusterErr != nil {
-		t.Fatal(clusterErr)
-	}
+	require.NoError(t, clusterErr)
 	return cluster
 }
 
@@ -73,7 +72,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, check func() e
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %s: %v", what, timeout, err)
+			require.Failf(t, "timed out", "%s: not true after %s: %v", what, timeout, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -213,9 +212,7 @@ func updateRetrying[T any, PT interface {
 
 func must(t *testing.T, err error) {
 	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 }
 
 func (f *fixture) options() Options {
@@ -262,9 +259,7 @@ func start(t *testing.T, c *Controller) {
 	go func() { done <- c.Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Start returned: %v", err)
-		}
+		require.NoError(t, <-done, "Start returned")
 	})
 }
 

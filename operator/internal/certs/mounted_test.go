@@ -2,12 +2,14 @@ package certs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // mount publishes a bundle the way kubelet updates a Secret volume (atomic ..data swap),
@@ -45,12 +47,11 @@ func TestMountedModes(t *testing.T) {
 			})
 			select {
 			case err := <-booted:
-				t.Fatalf("Bootstrap returned before anything was mounted: %v", err)
+				require.Failf(t, "Bootstrap returned before anything was mounted", "Bootstrap returned %v", err)
 			default:
 			}
-			if err := c.ReadyCheck(nil); err == nil {
-				t.Error("ready without a certificate")
-			}
+			err := c.ReadyCheck(nil)
+			require.Error(t, err, "ready without a certificate")
 
 			first := mustGenerate(t, o)
 			mount(t, dir, first, "tls.crt", "tls.key")
@@ -58,7 +59,7 @@ func TestMountedModes(t *testing.T) {
 			case err := <-booted:
 				must(t, err)
 			case <-time.After(10 * time.Second):
-				t.Fatal("Bootstrap did not notice the mounted certificate")
+				require.Fail(t, "Bootstrap did not notice the mounted certificate")
 			}
 			must(t, c.ReadyCheck(nil))
 			start(t, c)
@@ -90,9 +91,8 @@ func TestMountedModes(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		must(t, c.Bootstrap(ctx))
-		if got := c.ServingFiles().CertFile; got != filepath.Join(dir, "tls.cert") {
-			t.Errorf("serving %s", got)
-		}
+		got := c.ServingFiles().CertFile
+		assert.Equal(t, filepath.Join(dir, "tls.cert"), got, "serving %s", got)
 		_, err := served(tlsServer(t, c), host, b.caPEM)
 		must(t, err)
 	})
@@ -118,9 +118,8 @@ func TestMountedModes(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 		defer cancel()
 		err = c.Bootstrap(ctx)
-		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "private key does not match") {
-			t.Errorf("Bootstrap returned %v, want a deadline error explaining the key mismatch", err)
-		}
+		require.ErrorIs(t, err, context.DeadlineExceeded, "Bootstrap: want a deadline error explaining the key mismatch")
+		require.ErrorContains(t, err, "private key does not match", "Bootstrap: want a deadline error explaining the key mismatch")
 		assertNoKeyMaterial(t, err.Error()+strings.Join(logs.all(), "\n"), a.keyPEM, b.keyPEM)
 	})
 
@@ -130,11 +129,9 @@ func TestMountedModes(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(300*time.Millisecond, cancel)
 		err := c.Bootstrap(ctx)
-		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), dir) {
-			t.Errorf("Bootstrap returned %v, want a cancellation naming %s", err, dir)
-		}
-		if err := c.Start(context.Background()); err == nil {
-			t.Error("Start without a loaded certificate succeeded")
-		}
+		require.ErrorIs(t, err, context.Canceled, "Bootstrap: want a cancellation naming %s", dir)
+		require.ErrorContains(t, err, dir, "Bootstrap: want a cancellation naming %s", dir)
+		err = c.Start(context.Background())
+		require.Error(t, err, "Start without a loaded certificate succeeded")
 	})
 }
