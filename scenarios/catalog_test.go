@@ -20,6 +20,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/admission"
 	"github.com/gauntlet-dev/gauntlet/scenarios/certmodes"
 	"github.com/gauntlet-dev/gauntlet/scenarios/conversion"
+	"github.com/gauntlet-dev/gauntlet/scenarios/hostile"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/leases"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
@@ -38,7 +39,7 @@ type catalogRow struct {
 
 // rowPattern matches a catalog table row's first cell: a linked ID, "[C1](certmodes/automatic.go)",
 // or a planned one, "P3 *(planned)*".
-var rowPattern = regexp.MustCompile(`^\| (?:\[([ACMTP][0-9]+)\]\(([^)#]+)\)|([ACMTP][0-9]+) \*\(planned\)\*) \|`)
+var rowPattern = regexp.MustCompile(`^\| (?:\[([ACMTHP][0-9]+)\]\(([^)#]+)\)|([ACMTHP][0-9]+) \*\(planned\)\*) \|`)
 
 func readCatalog(t *testing.T) []catalogRow {
 	t.Helper()
@@ -67,7 +68,7 @@ func allFeatures() []types.Feature {
 	plan := leases.QuickPlan
 	topology := install.NewTopology(install.LeaseTimings{Duration: 6 * time.Second, RenewInterval: 2 * time.Second, GracePeriod: 2 * time.Second})
 	return slices.Concat(admission.Features(), certmodes.Features(), conversion.Features(),
-		leases.Features(topology, &plan), troubleshooting.Features())
+		leases.Features(topology, &plan), troubleshooting.Features(), hostile.Features())
 }
 
 func TestCatalogMatchesScenarioCode(t *testing.T) {
