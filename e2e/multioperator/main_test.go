@@ -2,9 +2,10 @@
 // operator A cluster-wide in platform-system, operator B restricted to team-a, tenant team-b,
 // both with short lease timings, then every §M scenario. Reports go to _output/e2e/multioperator.
 //
-// --failover-plan (env GAUNTLET_FAILOVER_PLAN) picks how thoroughly M4/M5 measure: "quick"
-// (the default, what `make test` runs: two repetitions with short timings) or "full" (five
-// repetitions and one with the chart's default timings, ≈ 30 s failover).
+// --failover-plan (env GAUNTLET_FAILOVER_PLAN) picks how thoroughly M4/M5 and P5 measure:
+// "quick" (the default, what `make test` runs: two repetitions with short timings, one P5 run of
+// each way of stopping B) or "full" (five repetitions and one with the chart's default timings,
+// ≈ 30 s failover; ten P5 runs of each).
 package multioperator
 
 import (
@@ -50,7 +51,7 @@ func newTopology() *install.Topology {
 }
 
 func init() {
-	flag.Var(&plan, "failover-plan", "How thoroughly M4/M5 measure failover: quick (2 repetitions, short timings) or full (5 repetitions plus one with the default timings) (env GAUNTLET_FAILOVER_PLAN).")
+	flag.Var(&plan, "failover-plan", "How thoroughly M4/M5 and P5 measure failover: quick (2 repetitions, short timings; 1 P5 run of each kill -9, SIGTERM, freeze) or full (5 repetitions plus one with the default timings; 10 P5 runs of each) (env GAUNTLET_FAILOVER_PLAN).")
 	if v := os.Getenv("GAUNTLET_FAILOVER_PLAN"); v != "" {
 		if err := plan.Set(v); err != nil {
 			fmt.Fprintf(os.Stderr, "GAUNTLET_FAILOVER_PLAN: %v\n", err)

@@ -40,6 +40,7 @@ func TestOperatorArgs(t *testing.T) {
 				"--lease-renew-interval=10s",
 				"--lease-grace-period=5s",
 				"--zap-log-level=info",
+				"--zap-time-encoding=rfc3339nano",
 			},
 			absent: []string{"--restrict-to-namespace", "--dgdr-default-image", "--webhook-latency-injection"},
 		},

@@ -15,14 +15,6 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
-// neitherRun is a stretch of consecutive probes that no operator validated.
-type neitherRun struct {
-	first, last probe
-	count       int
-}
-
-func (r neitherRun) span() time.Duration { return r.last.done.Sub(r.first.sent) }
-
 // comesBack is M6: B is killed, A takes team-a over, B comes back and A backs off again. Over
 // the whole cycle every probe of team-a is looked up in both operators' logs: none may be
 // validated by both, and no stretch validated by neither may last longer than the documented
@@ -85,8 +77,6 @@ func (s *scenarios) comesBack() types.Feature {
 			vB := verdicts(bLog.entries(), ns)
 
 			var missing, both, admitted []string
-			var runs []neitherRun
-			var cur *neitherRun
 			byA, byB := 0, 0
 			for _, p := range probes {
 				if len(vA[p.name]) == 0 {
@@ -105,21 +95,9 @@ func (s *scenarios) comesBack() types.Feature {
 				if inA && inB {
 					both = append(both, fmt.Sprintf("%s (A: %s, B: %s)", p.name, strings.Join(vA[p.name], "+"), strings.Join(vB[p.name], "+")))
 				}
-				if inA || inB {
-					cur = nil
-					continue
-				}
-				if cur == nil {
-					runs = append(runs, neitherRun{first: p})
-					cur = &runs[len(runs)-1]
-				}
-				cur.last = p
-				cur.count++
 			}
-			var windows []float64
-			for _, r := range runs {
-				windows = append(windows, round3(r.span().Seconds()))
-			}
+			runs, _ := validatorRuns(probes, vA, vB)
+			windows := spans(runs)
 			suite.Note(ctx, t, "timings", timings.String())
 			suite.Note(ctx, t, "probes", len(probes))
 			suite.Note(ctx, t, "validatedByA", byA)

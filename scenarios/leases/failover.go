@@ -28,6 +28,12 @@ type stopKind string
 const (
 	killed   stopKind = "killed (SIGKILL, no cleanup)"
 	graceful stopKind = "stopped gracefully (scaled to 0)"
+	// sigkilled is kill -9 of a running process: its connections are refused from that
+	// instant (killed freezes first, so until the kill they hang).
+	sigkilled stopKind = "killed with kill -9 (SIGKILL while running, no cleanup)"
+	// frozen is a process that stops running and stays: its Lease is no longer renewed and
+	// every webhook call sent to it hangs until the API server's timeoutSeconds.
+	frozen stopKind = "frozen (SIGSTOP: it neither renews its Lease nor answers)"
 )
 
 // failover is one measured takeover of team-a by A after B went away.
@@ -46,12 +52,17 @@ type failover struct {
 	// until its answer: how long users waited for A to validate team-a again.
 	first   probe
 	elapsed time.Duration
-	probes  []probe
-	// aVerdicts are A's `validate create` results by probe name; reincluded counts A's
-	// "namespace re-included: lock Lease <why>" lines about team-a that appeared during the
-	// measurement, by why (expired, deleted).
-	aVerdicts  map[string][]string
-	reincluded map[string]int
+	// takeover is from stoppedAt until A's first "namespace re-included" line about team-a
+	// (0 when there is none, or it has no time): when A started validating team-a again. The
+	// answers can come much later: a frozen B holds every webhook call sent to it until the
+	// API server's timeoutSeconds.
+	takeover time.Duration
+	probes   []probe
+	// aVerdicts and bVerdicts are A's and B's `validate create` results by probe name;
+	// reincluded counts A's "namespace re-included: lock Lease <why>" lines about team-a that
+	// appeared during the measurement, by why (expired, deleted).
+	aVerdicts, bVerdicts map[string][]string
+	reincluded           map[string]int
 	// admitted counts the invalid probes admitted between B going away and A's first denial.
 	admitted int
 }
@@ -68,8 +79,9 @@ func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.
 
 	aRestarts := restarts(ctx, t, c, a)
 	defer expectNoRestarts(ctx, t, c, a, aRestarts)
-	aLog := a.follow(ctx, c)
+	aLog, bLog := a.follow(ctx, c), s.opB().follow(ctx, c)
 	defer aLog.stop()
+	defer bLog.stop()
 	pr := startProber(ctx, c, ns, prefix)
 	defer pr.stop()
 	expect.Eventually(ctx, t, "the first probes of team-a to be answered", observeTimeout, func(context.Context) (bool, string, error) {
@@ -88,6 +100,10 @@ func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.
 		f.stoppedAt, f.pod = s.killB(ctx, t, c)
 	case graceful:
 		f.stoppedAt, f.pod = s.stopB(ctx, t, c)
+	case sigkilled:
+		f.stoppedAt, f.pod = s.sigkillB(ctx, t, c)
+	case frozen:
+		f.stoppedAt, f.pod = s.freezeB(ctx, t, c)
 	}
 	f.leaseAfter = readLease(ctx, t, c, ns)
 
@@ -103,8 +119,12 @@ func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.
 	f.leaseReleased = released() // A has taken over: B's deletion, if any, came before
 	entries := logsCaughtUp(ctx, aLog, ns, f.probes)
 	f.aVerdicts = verdicts(entries, ns)
+	f.bVerdicts = verdicts(bLog.entries(), ns)
 	f.first, _ = firstDenied(f.probes, f.aVerdicts, f.stoppedAt)
 	f.elapsed = f.first.done.Sub(f.stoppedAt)
+	if at := firstReinclusion(entries, ns, f.stoppedAt); !at.IsZero() {
+		f.takeover = at.Sub(f.stoppedAt)
+	}
 	for _, p := range since(f.probes, f.stoppedAt) {
 		if p.err == "" && p.sent.Before(f.first.done) {
 			f.admitted++
@@ -119,8 +139,26 @@ func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.
 		f.stoppedAt.Format(time.RFC3339Nano), f.first.name, f.first.sent.Sub(f.stoppedAt).Seconds(), f.elapsed.Seconds(), f.admitted,
 		describeProbes(since(f.probes, f.stoppedAt), f.aVerdicts))
 
+	if how == frozen {
+		s.removeFrozen(ctx, t, c, f.pod)
+	}
 	s.startB(ctx, t, c)
 	return f
+}
+
+// firstReinclusion is the time of A's earliest "namespace re-included" line about ns at or after
+// since; zero when there is none or it carries no time.
+func firstReinclusion(entries []logEntry, ns string, since time.Time) time.Time {
+	var first time.Time
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Msg, msgReincluded) || e.Namespace != ns || e.Time.Before(since) {
+			continue
+		}
+		if first.IsZero() || e.Time.Before(first) {
+			first = e.Time.Time
+		}
+	}
+	return first
 }
 
 // reinclusions counts A's "namespace re-included: lock Lease <why>" lines about ns by why.
@@ -180,7 +218,13 @@ func checkCommon(t *testing.T, f failover, ns string) {
 		expect.Errorf(t, "expected operator A to skip %s while B held its Lease; A validated %d probes: %s", ns, len(validatedEarly), firstN(validatedEarly, 5))
 	}
 	bound := f.timings.FailoverWindow() + failoverSlack
-	if f.elapsed > bound {
+	switch {
+	case f.how == frozen && f.takeover > bound:
+		// The answers wait for the frozen B's webhook calls to time out; A's log says when it
+		// took over.
+		expect.Errorf(t, "expected operator A to validate %s again within leaseDuration + gracePeriod + 2s = %s after B was %s (%s); A logged %q after %.2fs (its first denial, of probe %s, was answered after %.2fs)",
+			ns, bound, f.how, f.timings, msgReincluded+"…", f.takeover.Seconds(), f.first.name, f.elapsed.Seconds())
+	case f.how != frozen && f.elapsed > bound:
 		expect.Errorf(t, "expected operator A to deny an invalid DynamoGraphDeployment in %s within leaseDuration + gracePeriod + 2s = %s after B was %s (%s); the first denial came after %.2fs (probe %s)",
 			ns, bound, f.how, f.timings, f.elapsed.Seconds(), f.first.name)
 	}
@@ -211,6 +255,33 @@ func checkKilled(t *testing.T, f failover, ns string) {
 	}
 	if f.reincluded["expired"] < 1 {
 		expect.Errorf(t, "expected operator A to log %q about %s after B was killed; its new re-inclusion lines: %v",
+			msgReincluded+"expired", ns, f.reincluded)
+	}
+}
+
+// checkFrozen: a frozen B keeps its Lease, unrenewed, and A takes over once it is no longer
+// active — judged by A's log line re-including the namespace, since the answers also wait for
+// the frozen B's webhook calls to time out.
+func checkFrozen(t *testing.T, f failover, ns string) {
+	t.Helper()
+	l := f.leaseAfter
+	if l == nil || holderOf(l) != f.pod || l.Spec.RenewTime == nil || l.Spec.RenewTime.After(f.stoppedAt) {
+		expect.Errorf(t, "expected the frozen pod %s to keep Lease %s/%s, unrenewed since it was frozen at %s; saw %s",
+			f.pod, ns, install.NamespaceLockLease, f.stoppedAt.Format(time.RFC3339Nano), describeLease(l))
+		return
+	}
+	if f.takeover == 0 {
+		expect.Errorf(t, "expected operator A to log %q with a time (ts) about %s after B was frozen, to tell when it took over; saw none (re-inclusion lines: %v)",
+			msgReincluded+"expired", ns, f.reincluded)
+		return
+	}
+	until := activeUntil(l, f.timings)
+	if at := f.stoppedAt.Add(f.takeover); at.Before(until) {
+		expect.Errorf(t, "expected operator A to skip %s until the frozen B's Lease stopped being active at %s (renewTime %s + leaseDuration + gracePeriod %s); A re-included it %.2fs before that",
+			ns, until.Format(time.RFC3339Nano), l.Spec.RenewTime.Format(time.RFC3339Nano), f.timings.GracePeriod, until.Sub(at).Seconds())
+	}
+	if f.reincluded["expired"] < 1 {
+		expect.Errorf(t, "expected operator A to log %q about %s after B was frozen; its new re-inclusion lines: %v",
 			msgReincluded+"expired", ns, f.reincluded)
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 )
 
-// Plan says how thoroughly the failover scenarios (M4, M5, M6) measure. It is a flag.Value
+// Plan says how thoroughly the failover scenarios (M4, M5, P5) measure. It is a flag.Value
 // ("quick" or "full"), so a suite can let the command line choose; the features read it when
 // they run, after flags are parsed.
 type Plan struct {
@@ -27,16 +27,20 @@ type Plan struct {
 	// DefaultTimings adds one measurement with the chart's default timings (≈ 30 s failover):
 	// both releases are upgraded for it and back afterwards.
 	DefaultTimings bool
-	name           string
+	// DistributionRuns is how often P5 measures each way of stopping B (kill -9, SIGTERM,
+	// freeze) with the topology's short timings.
+	DistributionRuns int
+	name             string
 }
 
 // Plans a suite can pick by name.
 var (
-	// QuickPlan is what `make test` runs: two repetitions with short timings.
-	QuickPlan = Plan{Repetitions: 2, name: "quick"}
+	// QuickPlan is what `make test` runs: two repetitions with short timings, and one P5 run
+	// of each way of stopping B.
+	QuickPlan = Plan{Repetitions: 2, DistributionRuns: 1, name: "quick"}
 	// FullPlan is what `make e2e-multi-operator` runs: five repetitions with short timings and
-	// one with the defaults.
-	FullPlan = Plan{Repetitions: 5, DefaultTimings: true, name: "full"}
+	// one with the defaults, and ten P5 runs of each way of stopping B.
+	FullPlan = Plan{Repetitions: 5, DefaultTimings: true, DistributionRuns: 10, name: "full"}
 )
 
 // String names the plan.
@@ -65,14 +69,15 @@ func (p *Plan) Set(name string) error {
 func Features(topo *install.Topology, plan *Plan) []types.Feature {
 	s := &scenarios{topo: topo, plan: plan}
 	return []types.Feature{
-		s.leaseHeld(),        // M1
-		s.whoValidates(),     // M2
-		s.configurations(),   // M3
-		s.killFailover(),     // M4
-		s.gracefulFailover(), // M5
-		s.comesBack(),        // M6
-		s.mutationSkipped(),  // M7
-		s.leasePermissions(), // M8
+		s.leaseHeld(),            // M1
+		s.whoValidates(),         // M2
+		s.configurations(),       // M3
+		s.killFailover(),         // M4
+		s.gracefulFailover(),     // M5
+		s.comesBack(),            // M6
+		s.mutationSkipped(),      // M7
+		s.leasePermissions(),     // M8
+		s.failoverDistribution(), // P5
 	}
 }
 

@@ -238,12 +238,31 @@ func (m metrics) requestCounts(webhook string) string {
 // logEntry is one JSON line of an operator's log (controller-runtime's zap encoder), reduced
 // to the fields the scenarios read.
 type logEntry struct {
-	Pod       string `json:"-"`
-	Msg       string `json:"msg"`
-	Kind      string `json:"kind"`
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
-	Result    string `json:"result"`
+	Pod       string  `json:"-"`
+	Msg       string  `json:"msg"`
+	Kind      string  `json:"kind"`
+	Name      string  `json:"name"`
+	Namespace string  `json:"namespace"`
+	Result    string  `json:"result"`
+	Time      logTime `json:"ts"`
+}
+
+// logTime is a log line's "ts": an RFC 3339 string — with nanoseconds as the chart sets it
+// (--zap-time-encoding=rfc3339nano), whole seconds by controller-runtime's default — or epoch
+// seconds (--zap-time-encoding=epoch); zero when it is neither.
+type logTime struct{ time.Time }
+
+func (l *logTime) UnmarshalJSON(b []byte) error {
+	var secs float64
+	if json.Unmarshal(b, &secs) == nil {
+		l.Time = time.Unix(0, int64(secs*float64(time.Second)))
+		return nil
+	}
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		l.Time, _ = time.Parse(time.RFC3339Nano, s)
+	}
+	return nil
 }
 
 func (e logEntry) String() string {

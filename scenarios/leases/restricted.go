@@ -17,6 +17,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
@@ -113,30 +114,89 @@ func (s *scenarios) onlyPod(ctx context.Context, t *testing.T, c *suite.Cluster)
 // handler, and the kill comes first. How a container is frozen and killed is the provider's.
 func (s *scenarios) killB(ctx context.Context, t *testing.T, c *suite.Cluster) (killedAt time.Time, pod string) {
 	t.Helper()
+	killedAt, pod = s.freezeB(ctx, t, c)
+	s.removeFrozen(ctx, t, c, pod)
+	return killedAt, pod
+}
+
+// freezeB freezes B's operator container (it neither runs nor handles signals) and leaves the
+// pod in place; it returns when and which pod.
+func (s *scenarios) freezeB(ctx context.Context, t *testing.T, c *suite.Cluster) (frozenAt time.Time, pod string) {
+	t.Helper()
 	b := s.opB()
 	p := s.onlyPod(ctx, t, c)
 	if err := c.Container(ctx, &p, operatorContainer, cluster.Freeze); err != nil {
 		expect.Fatalf(t, "freezing %s pod %s/%s: %v", b, p.Namespace, p.Name, err)
 	}
-	killedAt = time.Now()
-	t.Logf("froze %s pod %s/%s at %s", b, p.Namespace, p.Name, killedAt.Format(time.RFC3339Nano))
-	s.scaleB(ctx, t, c, 0)
-	expect.Eventually(ctx, t, fmt.Sprintf("pod %s/%s to be deleted after scaling %s to 0", p.Namespace, p.Name, b), observeTimeout,
-		func(ctx context.Context) (bool, string, error) {
-			got, err := c.Kube().CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return true, "", nil
-			}
-			if err != nil {
-				return false, err.Error(), nil
-			}
-			return got.DeletionTimestamp != nil, install.PodState(got), nil
-		})
-	if err := c.Container(ctx, &p, operatorContainer, cluster.Kill); err != nil {
+	frozenAt = time.Now()
+	t.Logf("froze %s pod %s/%s at %s", b, p.Namespace, p.Name, frozenAt.Format(time.RFC3339Nano))
+	return frozenAt, p.Name
+}
+
+// removeFrozen takes B's frozen pod away without letting it run again: the Deployment is
+// scaled to 0 so no replacement starts, and once the pod is being deleted the container is
+// killed (SIGKILL) — the SIGTERM of the deletion is never handled.
+func (s *scenarios) removeFrozen(ctx context.Context, t *testing.T, c *suite.Cluster, pod string) {
+	t.Helper()
+	b := s.opB()
+	p := s.deletedAfterScaleToZero(ctx, t, c, pod)
+	if err := c.Container(ctx, p, operatorContainer, cluster.Kill); err != nil {
 		expect.Fatalf(t, "killing %s pod %s/%s: %v", b, p.Namespace, p.Name, err)
 	}
-	s.waitPodGone(ctx, t, c, p)
+	s.waitPodGone(ctx, t, c, *p)
+}
+
+// sigkillB kills B's running process with SIGKILL (kill -9): no handler runs, the Lease is
+// left behind and connections to the pod are refused from then on. A container killed in a
+// running pod is restarted by its node at once and would take its Lease back, so B is scaled to
+// 0 first and killed while its pod is being deleted but still in its preStop delay (the
+// chart's shutdownDelaySeconds): the process runs untouched until the kill, since SIGTERM comes
+// only after the delay, and a container of a pod being deleted is not restarted.
+func (s *scenarios) sigkillB(ctx context.Context, t *testing.T, c *suite.Cluster) (killedAt time.Time, pod string) {
+	t.Helper()
+	b := s.opB()
+	running := s.onlyPod(ctx, t, c)
+	if delay := preStopSleep(&running); delay < 2*time.Second {
+		expect.Fatalf(t, "kill -9 of %s pod %s/%s: expected a preStop delay of at least 2s (chart value shutdownDelaySeconds) to kill the process before its SIGTERM, saw %s",
+			b, running.Namespace, running.Name, delay)
+	}
+	p := s.deletedAfterScaleToZero(ctx, t, c, running.Name)
+	if err := c.Container(ctx, p, operatorContainer, cluster.Kill); err != nil {
+		expect.Fatalf(t, "killing %s pod %s/%s: %v", b, p.Namespace, p.Name, err)
+	}
+	killedAt = time.Now()
+	t.Logf("killed %s pod %s/%s with SIGKILL at %s, %.2fs into its deletion", b, p.Namespace, p.Name, killedAt.Format(time.RFC3339Nano),
+		killedAt.Sub(p.DeletionTimestamp.Time).Seconds())
+	s.waitPodGone(ctx, t, c, *p)
 	return killedAt, p.Name
+}
+
+// deletedAfterScaleToZero scales B to 0 and returns B's pod once it is being deleted.
+func (s *scenarios) deletedAfterScaleToZero(ctx context.Context, t *testing.T, c *suite.Cluster, pod string) *corev1.Pod {
+	t.Helper()
+	b := s.opB()
+	s.scaleB(ctx, t, c, 0)
+	var deleting *corev1.Pod
+	what := fmt.Sprintf("pod %s/%s to be deleted after scaling %s to 0", b.rel.Namespace, pod, b)
+	expect.NoError(t, poll.UntilEvery(ctx, what, 20*time.Millisecond, observeTimeout, func(ctx context.Context) (bool, string, error) {
+		got, err := c.Kube().CoreV1().Pods(b.rel.Namespace).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		deleting = got
+		return got.DeletionTimestamp != nil, install.PodState(got), nil
+	}), "stopping %s", b)
+	return deleting
+}
+
+// preStopSleep is the preStop sleep of the pod's operator container, 0 when it has none.
+func preStopSleep(p *corev1.Pod) time.Duration {
+	for _, ct := range p.Spec.Containers {
+		if ct.Name == operatorContainer && ct.Lifecycle != nil && ct.Lifecycle.PreStop != nil && ct.Lifecycle.PreStop.Sleep != nil {
+			return time.Duration(ct.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+		}
+	}
+	return 0
 }
 
 // stopB stops B gracefully (`kubectl scale --replicas=0`: SIGTERM, the operator shuts down and
