@@ -6,6 +6,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/stretchr/testify/assert"
 )
 
 // TestRestoreValues: undoing A11's bypass must spell out the failurePolicy and replica count the
@@ -18,17 +19,14 @@ func TestRestoreValues(t *testing.T) {
 	}
 
 	got := restoreValues(r, policies, 1)
-	if got["replicas"] != int64(1) || got["webhook"].(map[string]any)["failurePolicy"] != "Fail" {
-		t.Errorf("restoreValues of a release without values: expected replicas 1 and webhook.failurePolicy Fail, saw %v", got)
-	}
+	assert.False(t, got["replicas"] != int64(1) || got["webhook"].(map[string]any)["failurePolicy"] != "Fail", "restoreValues of a release without values: expected replicas 1 and webhook.failurePolicy Fail, saw %v", got)
 
 	r.Values = map[string]any{"replicas": int64(2), "webhook": map[string]any{"timeoutSeconds": int64(5)}}
 	got = restoreValues(r, policies, 2)
 	webhook := got["webhook"].(map[string]any)
-	if got["replicas"] != int64(2) || webhook["failurePolicy"] != "Fail" || webhook["timeoutSeconds"] != int64(5) {
-		t.Errorf("restoreValues of a release with its own values: expected replicas 2, webhook.failurePolicy Fail and webhook.timeoutSeconds 5, saw %v", got)
-	}
-	if _, changed := r.Values["webhook"].(map[string]any)["failurePolicy"]; changed {
-		t.Errorf("restoreValues changed the release's own values: %v", r.Values)
-	}
+	assert.Equal(t, int64(2), got["replicas"], "restoreValues of a release with its own values: expected replicas 2, webhook.failurePolicy Fail and webhook.timeoutSeconds 5, saw %v", got)
+	assert.Equal(t, "Fail", webhook["failurePolicy"], "restoreValues of a release with its own values: expected replicas 2, webhook.failurePolicy Fail and webhook.timeoutSeconds 5, saw %v", got)
+	assert.Equal(t, int64(5), webhook["timeoutSeconds"], "restoreValues of a release with its own values: expected replicas 2, webhook.failurePolicy Fail and webhook.timeoutSeconds 5, saw %v", got)
+	_, changed := r.Values["webhook"].(map[string]any)["failurePolicy"]
+	assert.False(t, changed, "restoreValues changed the release's own values: %v", r.Values)
 }

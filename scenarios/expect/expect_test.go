@@ -3,6 +3,8 @@ package expect
 import (
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestMessagesBelongToATestAndItsSubtests(t *testing.T) {
@@ -11,13 +13,9 @@ func TestMessagesBelongToATestAndItsSubtests(t *testing.T) {
 	t.Run("subsub", func(t *testing.T) {}) // a sibling whose name extends "sub" must not match
 	got := Messages(t.Name())
 	slices.Sort(got)
-	if !slices.Equal(got, []string{"parent message", "sub message"}) {
-		t.Errorf("expected the test's and its subtest's messages, saw %q", got)
-	}
-	if got := Messages(t.Name() + "/subsub"); len(got) != 0 {
-		t.Errorf("expected no messages for a subtest that recorded none, saw %q", got)
-	}
-	if got := Messages(t.Name()[:len(t.Name())-1]); len(got) != 0 {
-		t.Errorf("expected a name prefix that is not a parent to match nothing, saw %q", got)
-	}
+	assert.True(t, slices.Equal(got, []string{"parent message", "sub message"}), "expected the test's and its subtest's messages, saw %q", got)
+	got = Messages(t.Name() + "/subsub")
+	assert.Empty(t, got, "expected no messages for a subtest that recorded none, saw %q", got)
+	got = Messages(t.Name()[:len(t.Name())-1])
+	assert.Empty(t, got, "expected a name prefix that is not a parent to match nothing, saw %q", got)
 }

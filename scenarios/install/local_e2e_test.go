@@ -24,6 +24,8 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The end-to-end proof of the local provider and the chart together (issue 3): `helm install`
@@ -87,9 +89,7 @@ func localCluster(t *testing.T) string {
 		shared.provider = p
 		_, shared.err = p.Create(ctx)
 	})
-	if shared.err != nil {
-		t.Fatalf("creating the local cluster: %v", shared.err)
-	}
+	require.NoError(t, shared.err, "creating the local cluster")
 	return shared.provider.GetKubeconfig()
 }
 
@@ -111,13 +111,9 @@ func TestHelmInstallOnLocalClusterEveryCertificateSource(t *testing.T) {
 			r := &install.Release{Mode: install.CertManager, IssuerRef: ref, Namespace: "dynamo-" + strings.ToLower(kind)}
 			proveRelease(t, r, func(ctx context.Context, t *testing.T, kubeconfig string, r *install.Release) []byte {
 				cfg, err := install.RESTConfig(kubeconfig)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				issuer, err := install.CreateCAIssuer(ctx, cfg, ref, r.Namespace, "cert-manager", time.Minute)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				if kind == "ClusterIssuer" {
 					t.Cleanup(func() { deleteClusterIssuers(t, cfg, ref.Name, ref.Name+"-selfsigned") })
 				}
@@ -144,53 +140,39 @@ func proveRelease(t *testing.T, r *install.Release, before prepare) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	inst, err := install.NewInstaller(kubeconfig, install.WithLogf(t.Logf))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	kube, dyn := clients(t, kubeconfig)
 
 	var wantCA []byte
 	if before != nil {
-		if err := install.EnsureNamespace(ctx, kube, r.Namespace); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, install.EnsureNamespace(ctx, kube, r.Namespace))
 		wantCA = before(ctx, t, kubeconfig, r)
 	}
-	if err := inst.Install(ctx, r); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, inst.Install(ctx, r))
 	ns := "e2e-" + strings.TrimPrefix(r.Namespace, "dynamo-")
 	t.Cleanup(func() {
-		if err := inst.Uninstall(context.Background(), r, install.UninstallOptions{CRDs: true}); err != nil {
-			t.Errorf("uninstalling %s: %v", r, err)
-		}
+		require.NoError(t, inst.Uninstall(context.Background(), r, install.UninstallOptions{CRDs: true}), "uninstalling %s", r)
 		for _, n := range []string{ns, r.Namespace} {
-			if err := kube.CoreV1().Namespaces().Delete(context.Background(), n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting namespace %s: %v", n, err)
-			}
+			err := kube.CoreV1().Namespaces().Delete(context.Background(), n, metav1.DeleteOptions{})
+			assert.False(t, err != nil && !apierrors.IsNotFound(err), "deleting namespace %s: %v", n, err)
 		}
 	})
-	if err := inst.WaitReady(ctx, r, 3*time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, inst.WaitReady(ctx, r, 3*time.Minute))
 	if wantCA == nil && r.Serving != nil {
 		wantCA = r.Serving.CAPEM
 	}
 
-	if err := install.EnsureNamespace(ctx, kube, ns); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, install.EnsureNamespace(ctx, kube, ns))
 
 	t.Run("the webhooks point at the release's Service", func(t *testing.T) {
 		vwc, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, r.ValidatingName(), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for _, w := range vwc.Webhooks {
 			svc := w.ClientConfig.Service
-			if svc == nil || svc.Name != r.ServiceName() || svc.Namespace != r.Namespace || w.ClientConfig.URL != nil {
-				t.Errorf("webhook %s: expected clientConfig.service %s/%s, saw service %+v url %v", w.Name, r.Namespace, r.ServiceName(), svc, w.ClientConfig.URL)
-			}
+			require.NotNil(t, svc, "webhook %s: expected clientConfig.service %s/%s, saw service %+v url %v", w.Name, r.Namespace, r.ServiceName(), svc, w.ClientConfig.URL)
+			assert.Equal(t, svc.Name, r.ServiceName(), "webhook %s: expected clientConfig.service %s/%s, saw service %+v url %v", w.Name, r.Namespace, r.ServiceName(), svc, w.ClientConfig.URL)
+			assert.Equal(t, r.Namespace, svc.Namespace, "webhook %s: expected clientConfig.service %s/%s, saw service %+v url %v", w.Name, r.Namespace, r.ServiceName(), svc, w.ClientConfig.URL)
+			assert.Nil(t, w.ClientConfig.URL, "webhook %s: expected clientConfig.service %s/%s, saw service %+v url %v", w.Name, r.Namespace, r.ServiceName(), svc, w.ClientConfig.URL)
 		}
 	})
 
@@ -198,72 +180,50 @@ func proveRelease(t *testing.T, r *install.Release, before prepare) {
 		_, err := dyn.Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.InvalidGraphDeployment(ns, "no-services"), metav1.CreateOptions{})
 		want := install.DeniedBy(install.GraphDeploymentValidatingWebhook) +
 			": DynamoGraphDeployment " + ns + "/no-services is invalid: spec.services: Required value: at least one service is required"
-		if err == nil || err.Error() != want {
-			t.Fatalf("creating DynamoGraphDeployment %s/no-services:\nexpected error %q\nsaw            %v", ns, want, err)
-		}
+		require.Error(t, err, "creating DynamoGraphDeployment %s/no-services:\nexpected error %q\nsaw            %v", ns, want, err)
+		require.Equal(t, want, err.Error(), "creating DynamoGraphDeployment %s/no-services:\nexpected error %q\nsaw            %v", ns, want, err)
 	})
 
 	t.Run("a valid DynamoGraphDeployment is admitted and stamped with the operator version", func(t *testing.T) {
 		got, err := dyn.Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.GraphDeployment(ns, "graph"), metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("creating DynamoGraphDeployment %s/graph: expected it admitted, saw %v", ns, err)
-		}
-		if v := got.GetAnnotations()[install.OriginVersionAnnotation]; v != stampedVersion {
-			t.Errorf("DynamoGraphDeployment %s/graph: expected annotation %s=%q, saw %q", ns, install.OriginVersionAnnotation, stampedVersion, v)
-		}
+		require.NoError(t, err, "creating DynamoGraphDeployment %s/graph: expected it admitted, saw %v", ns, err)
+		v := got.GetAnnotations()[install.OriginVersionAnnotation]
+		assert.Equal(t, stampedVersion, v, "DynamoGraphDeployment %s/graph: expected annotation %s=%q, saw %q", ns, install.OriginVersionAnnotation, stampedVersion, v)
 	})
 
 	t.Run("the Service serves a certificate for <svc>.<ns>.svc signed by the expected CA", func(t *testing.T) {
 		if wantCA == nil {
 			s, err := kube.CoreV1().Secrets(r.Namespace).Get(ctx, r.SecretName(), metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.Type != corev1.SecretTypeTLS {
-				t.Errorf("Secret %s/%s: expected type %s, saw %s", r.Namespace, r.SecretName(), corev1.SecretTypeTLS, s.Type)
-			}
+			require.NoError(t, err)
+			assert.Equal(t, corev1.SecretTypeTLS, s.Type, "Secret %s/%s: expected type %s, saw %s", r.Namespace, r.SecretName(), corev1.SecretTypeTLS, s.Type)
 			wantCA = s.Data["ca.crt"]
 		}
 		svc, err := kube.CoreV1().Services(r.Namespace).Get(ctx, r.ServiceName(), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(wantCA) {
-			t.Fatalf("expected CA is not PEM: %q", wantCA)
-		}
+		require.True(t, roots.AppendCertsFromPEM(wantCA), "expected CA is not PEM: %q", wantCA)
 		// On a local cluster the Service's ClusterIP:port is dialable from this host, exactly
 		// where the API server connects; verifying like it does proves the whole TLS path.
 		conn, err := tls.Dial("tcp", net.JoinHostPort(svc.Spec.ClusterIP, "443"), &tls.Config{ServerName: r.ServiceHost(), RootCAs: roots, MinVersion: tls.VersionTLS12})
-		if err != nil {
-			t.Fatalf("TLS to Service %s/%s (%s) verified against CA %s: %v", r.Namespace, r.ServiceName(), r.ServiceHost(), install.DescribePEM(wantCA), err)
-		}
+		require.NoError(t, err, "TLS to Service %s/%s (%s) verified against CA %s", r.Namespace, r.ServiceName(), r.ServiceHost(), install.DescribePEM(wantCA))
 		leaf := conn.ConnectionState().PeerCertificates[0]
 		_ = conn.Close() // only the handshake's certificate mattered
-		if r.Serving != nil && !leaf.Equal(r.Serving.Leaf) {
-			t.Errorf("Service %s/%s: expected the user's certificate %s, saw %s", r.Namespace, r.ServiceName(), install.Describe(r.Serving.Leaf), install.Describe(leaf))
+		if r.Serving != nil {
+			assert.True(t, leaf.Equal(r.Serving.Leaf), "Service %s/%s: expected the user's certificate %s, saw %s", r.Namespace, r.ServiceName(), install.Describe(r.Serving.Leaf), install.Describe(leaf))
 		}
 	})
 
 	t.Run("helm upgrade keeps the webhooks answering", func(t *testing.T) {
-		if err := inst.Upgrade(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-		if err := install.WaitAdmission(ctx, dyn, r, 30*time.Second); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, inst.Upgrade(ctx, r))
+		require.NoError(t, install.WaitAdmission(ctx, dyn, r, 30*time.Second))
 	})
 
 	if r.Mode == install.External || r.Mode == install.OLM {
 		t.Run("the operator never wrote the user's Secret", func(t *testing.T) {
 			s, err := kube.CoreV1().Secrets(r.Namespace).Get(ctx, r.SecretName(), metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			for _, m := range s.ManagedFields {
-				if strings.Contains(m.Manager, "dynamo-operator") {
-					t.Errorf("Secret %s/%s: expected the operator never to write it, saw field manager %q (%s at %s)", r.Namespace, r.SecretName(), m.Manager, m.Operation, m.Time)
-				}
+				assert.NotContains(t, m.Manager, "dynamo-operator", "Secret %s/%s: expected the operator never to write it, saw field manager %q (%s at %s)", r.Namespace, r.SecretName(), m.Manager, m.Operation, m.Time)
 			}
 		})
 	}
@@ -273,17 +233,14 @@ func deleteClusterIssuers(t *testing.T, cfg *rest.Config, names ...string) {
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	gvr := schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "clusterissuers"}
 	for _, n := range names {
-		if err := dyn.Resource(gvr).Delete(context.Background(), n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting ClusterIssuer %s: %v", n, err)
-		}
+		err := dyn.Resource(gvr).Delete(context.Background(), n, metav1.DeleteOptions{})
+		assert.False(t, err != nil && !apierrors.IsNotFound(err), "deleting ClusterIssuer %s: %v", n, err)
 	}
 }
 
 func clients(t *testing.T, kubeconfig string) (kubernetes.Interface, dynamic.Interface) {
 	t.Helper()
 	cfg, err := install.RESTConfig(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg)
 }

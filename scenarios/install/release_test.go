@@ -3,23 +3,21 @@ package install_test
 import (
 	"crypto/x509"
 	"encoding/base64"
-	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The names a Release derives must be the chart's: scenarios find objects by them.
 func TestReleaseNamesMatchTheRenderedChart(t *testing.T) {
 	external, err := install.NewServingCertificate("x.y.svc")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, r := range []*install.Release{
 		{},
 		{Name: "op", Namespace: "platform", Mode: install.CertManager, IssuerRef: install.IssuerRef{Kind: "ClusterIssuer", Name: "corp"}},
@@ -29,34 +27,25 @@ func TestReleaseNamesMatchTheRenderedChart(t *testing.T) {
 	} {
 		t.Run(r.String(), func(t *testing.T) {
 			vals, err := r.ChartValues()
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			name, ns := r.Name, r.Namespace
 			if name == "" {
 				name, ns = install.DefaultReleaseName, install.DefaultNamespace
 			}
 			objs, err := install.Render(name, ns, vals)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			for _, want := range []struct{ kind, name string }{
 				{"Service", r.ServiceName()},
 				{"Deployment", r.DeploymentName()},
 				{"ValidatingWebhookConfiguration", r.ValidatingName()},
 				{"MutatingWebhookConfiguration", r.MutatingName()},
 			} {
-				if find(objs, want.kind, want.name) == nil {
-					t.Errorf("expected the chart to render %s %s, saw %v", want.kind, want.name, names(objs, want.kind))
-				}
+				assert.NotNil(t, find(objs, want.kind, want.name), "expected the chart to render %s %s, saw %v", want.kind, want.name, names(objs, want.kind))
 			}
 			args := deploymentArgs(t, find(objs, "Deployment", r.DeploymentName()))
-			if !slices.Contains(args, "--webhook-cert-secret="+r.SecretName()) {
-				t.Errorf("expected the operator to use Secret %s, saw args %v", r.SecretName(), args)
-			}
-			if got := find(objs, "CustomResourceDefinition", install.ConversionCRD) != nil; got != r.InstallsCRDs() {
-				t.Errorf("InstallsCRDs() = %t, but the chart rendered the DGDR CRD: %t", r.InstallsCRDs(), got)
-			}
+			assert.True(t, slices.Contains(args, "--webhook-cert-secret="+r.SecretName()), "expected the operator to use Secret %s, saw args %v", r.SecretName(), args)
+			got := find(objs, "CustomResourceDefinition", install.ConversionCRD) != nil
+			assert.Equal(t, r.InstallsCRDs(), got, "InstallsCRDs() = %t, but the chart rendered the DGDR CRD: %t", r.InstallsCRDs(), got)
 		})
 	}
 }
@@ -66,37 +55,28 @@ func TestChartValuesPerMode(t *testing.T) {
 		r := &install.Release{Mode: install.CertManager, IssuerRef: install.IssuerRef{Kind: "ClusterIssuer", Name: "corp-ca"}}
 		objs := renderRelease(t, r)
 		cert := find(objs, "Certificate", r.ServingCertificateName())
-		if cert == nil {
-			t.Fatalf("expected Certificate %s, saw %v", r.ServingCertificateName(), names(objs, "Certificate"))
-		}
+		require.NotNil(t, cert, "expected Certificate %s, saw %v", r.ServingCertificateName(), names(objs, "Certificate"))
 		kind, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "kind")
 		name, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name")
-		if kind != "ClusterIssuer" || name != "corp-ca" {
-			t.Errorf("expected issuerRef ClusterIssuer/corp-ca, saw %s/%s", kind, name)
-		}
+		assert.Equal(t, "ClusterIssuer", kind, "expected issuerRef ClusterIssuer/corp-ca, saw %s/%s", kind, name)
+		assert.Equal(t, "corp-ca", name, "expected issuerRef ClusterIssuer/corp-ca, saw %s/%s", kind, name)
 	})
 	t.Run("external passes the CA as caBundle", func(t *testing.T) {
 		sc, err := install.NewServingCertificate("dynamo-webhook-service.dynamo-system.svc")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for _, mode := range []install.CertMode{install.External, install.OLM} {
 			r := &install.Release{Mode: mode, Serving: sc}
 			vwc := find(renderRelease(t, r), "ValidatingWebhookConfiguration", r.ValidatingName())
 			hooks, _, _ := unstructured.NestedSlice(vwc.Object, "webhooks")
 			for _, h := range hooks {
 				ca, _, _ := unstructured.NestedString(h.(map[string]any), "clientConfig", "caBundle")
-				if ca != base64.StdEncoding.EncodeToString(sc.CAPEM) {
-					t.Errorf("%s mode: expected every caBundle to be the user's CA, saw %.40q…", mode, ca)
-				}
+				assert.Equal(t, base64.StdEncoding.EncodeToString(sc.CAPEM), ca, "%s mode: expected every caBundle to be the user's CA, saw %.40q…", mode, ca)
 			}
 		}
 	})
 	t.Run("external without a certificate is an error, not a broken install", func(t *testing.T) {
 		_, err := (&install.Release{Mode: install.External}).ChartValues()
-		if err == nil || !strings.Contains(err.Error(), "needs a serving certificate") {
-			t.Errorf("expected an error naming the missing certificate, saw %v", err)
-		}
+		require.ErrorContains(t, err, "needs a serving certificate", "expected an error naming the missing certificate, saw %v", err)
 	})
 	t.Run("extra values win over the mode's", func(t *testing.T) {
 		r := &install.Release{Mode: install.CertManager, Values: map[string]any{"webhook": map[string]any{"failurePolicy": "Ignore"}}}
@@ -104,66 +84,50 @@ func TestChartValuesPerMode(t *testing.T) {
 		hooks, _, _ := unstructured.NestedSlice(vwc.Object, "webhooks")
 		policy, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "failurePolicy")
 		ann := vwc.GetAnnotations()["cert-manager.io/inject-ca-from"]
-		if policy != "Ignore" || ann == "" {
-			t.Errorf("expected failurePolicy Ignore and cert-manager kept, saw %q and inject-ca-from %q", policy, ann)
-		}
+		assert.Equal(t, "Ignore", policy, "expected failurePolicy Ignore and cert-manager kept, saw %q and inject-ca-from %q", policy, ann)
+		assert.NotEmpty(t, ann, "expected failurePolicy Ignore and cert-manager kept, saw %q and inject-ca-from %q", policy, ann)
 	})
 }
 
 func TestServingCertificates(t *testing.T) {
 	sc, err := install.NewServingCertificate("svc.ns.svc")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(sc.CAPEM)
-	if _, err := sc.Leaf.Verify(x509.VerifyOptions{DNSName: "svc.ns.svc", Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
-		t.Errorf("expected the serving certificate to verify for svc.ns.svc against its CA, saw %v", err)
-	}
+	_, err = sc.Leaf.Verify(x509.VerifyOptions{DNSName: "svc.ns.svc", Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	require.NoError(t, err, "expected the serving certificate to verify for svc.ns.svc against its CA, saw %v", err)
 	ca, err := install.NewCertificateAuthority("t", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	expired, err := ca.Issue(install.LeafOptions{DNSNames: []string{"a"}, NotBefore: time.Now().Add(-2 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !expired.Leaf.NotAfter.Before(time.Now()) {
-		t.Errorf("expected an expired certificate, saw %s", install.Describe(expired.Leaf))
-	}
+	require.NoError(t, err)
+	assert.True(t, expired.Leaf.NotAfter.Before(time.Now()), "expected an expired certificate, saw %s", install.Describe(expired.Leaf))
 	olm := install.ServingSecret("ns", "s", sc, true)
-	if _, ok := olm.Data["tls.cert"]; !ok || olm.Data["tls.crt"] != nil || string(olm.Type) != "Opaque" {
-		t.Errorf("expected an Opaque Secret with OLM's tls.cert, saw type %s keys %v", olm.Type, keysOf(olm.Data))
-	}
+	_, ok := olm.Data["tls.cert"]
+	assert.False(t, !ok || olm.Data["tls.crt"] != nil || string(olm.Type) != "Opaque", "expected an Opaque Secret with OLM's tls.cert, saw type %s keys %v", olm.Type, keysOf(olm.Data))
 	info := install.Describe(sc.Leaf).String()
-	if !strings.Contains(info, "svc.ns.svc") || !strings.Contains(info, install.SerialHex(sc.Leaf)) || strings.Contains(info, "PRIVATE") {
-		t.Errorf("expected a description with SANs and serial and no key, saw %s", info)
-	}
+	assert.Contains(t, info, "svc.ns.svc", "expected a description with SANs and serial and no key, saw %s", info)
+	assert.Contains(t, info, install.SerialHex(sc.Leaf), "expected a description with SANs and serial and no key, saw %s", info)
+	assert.NotContains(t, info, "PRIVATE", "expected a description with SANs and serial and no key, saw %s", info)
 }
 
 func TestCABundlesSayWhatIsMissing(t *testing.T) {
 	a, _ := install.NewServingCertificate("a")
 	b, _ := install.NewServingCertificate("b")
 	bundles := install.CABundles{"one": a.CAPEM, "two": b.CAPEM, "three": nil}
-	if got := bundles.Missing(a.CAPEM); !slices.Equal(got, []string{"three", "two"}) {
-		t.Errorf("expected places without CA a to be [three two], saw %v", got)
-	}
+	got := bundles.Missing(a.CAPEM)
+	assert.True(t, slices.Equal(got, []string{"three", "two"}), "expected places without CA a to be [three two], saw %v", got)
 	desc := bundles.DescribeMissing(a.CAPEM)
-	if !strings.Contains(desc, "three: empty") || !strings.Contains(desc, "two: holds") || !strings.Contains(desc, install.SerialHex(b.CA)) {
-		t.Errorf("expected the description to name the empty bundle and the other CA's serial, saw %q", desc)
-	}
+	assert.Contains(t, desc, "three: empty", "expected the description to name the empty bundle and the other CA's serial, saw %q", desc)
+	assert.Contains(t, desc, "two: holds", "expected the description to name the empty bundle and the other CA's serial, saw %q", desc)
+	assert.Contains(t, desc, install.SerialHex(b.CA), "expected the description to name the empty bundle and the other CA's serial, saw %q", desc)
 }
 
 func renderRelease(t *testing.T, r *install.Release) []*unstructured.Unstructured {
 	t.Helper()
 	vals, err := r.ChartValues()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	objs, err := install.Render(install.DefaultReleaseName, install.DefaultNamespace, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return objs
 }
 
@@ -220,17 +184,11 @@ func TestMergeValuesMergesMapsAndLetsOverWin(t *testing.T) {
 		"args":     []any{"b"},
 		"image":    map[string]any{"tag": "dev"},
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("expected %v, saw %v", want, got)
-	}
-	if base["webhook"].(map[string]any)["failurePolicy"] != "Fail" {
-		t.Errorf("MergeValues changed base: %v", base)
-	}
+	assert.Equal(t, want, got, "expected %v, saw %v", want, got)
+	assert.Equal(t, "Fail", base["webhook"].(map[string]any)["failurePolicy"], "MergeValues changed base: %v", base)
 	got["image"].(map[string]any)["tag"] = "changed"
-	if over["image"].(map[string]any)["tag"] != "dev" {
-		t.Errorf("the result shares a map with over: %v", over)
-	}
-	if got := install.MergeValues(nil, nil); got == nil || len(got) != 0 {
-		t.Errorf("expected an empty map from two nil maps, saw %#v", got)
-	}
+	assert.Equal(t, "dev", over["image"].(map[string]any)["tag"], "the result shares a map with over: %v", over)
+	got = install.MergeValues(nil, nil)
+	require.NotNil(t, got, "expected an empty map from two nil maps, saw %#v", got)
+	assert.Empty(t, got, "expected an empty map from two nil maps, saw %#v", got)
 }

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestUntilReturnsOnceTheConditionHolds(t *testing.T) {
@@ -14,9 +16,8 @@ func TestUntilReturnsOnceTheConditionHolds(t *testing.T) {
 		calls++
 		return calls == 3, "not yet", nil
 	})
-	if err != nil || calls != 3 {
-		t.Fatalf("expected success on the third call, saw %v after %d calls", err, calls)
-	}
+	require.NoError(t, err, "expected success on the third call, saw %v after %d calls", err, calls)
+	require.Equal(t, 3, calls, "expected success on the third call, saw %v after %d calls", err, calls)
 }
 
 func TestUntilTimeoutSaysWhatItWaitedForAndWhatItLastSaw(t *testing.T) {
@@ -29,18 +30,17 @@ func TestUntilTimeoutSaysWhatItWaitedForAndWhatItLastSaw(t *testing.T) {
 		return false, "an empty road", nil
 	})
 	want := regexp.MustCompile(`^waited [0-9.]+m?s for Godot; last seen: an empty road$`)
-	if err == nil || !want.MatchString(err.Error()) {
-		t.Fatalf("expected an error matching %s, saw %v", want, err)
-	}
+	require.Error(t, err, "expected an error matching %s, saw %v", want, err)
+	require.Regexp(t, want, err.Error(), "expected an error matching %s, saw %v", want, err)
 }
 
 func TestUntilWithNothingSeen(t *testing.T) {
 	err := UntilEvery(context.Background(), "x", time.Millisecond, 10*time.Millisecond, func(context.Context) (bool, string, error) {
 		return false, "", nil
 	})
-	if want := regexp.MustCompile(`; last seen: nothing yet$`); err == nil || !want.MatchString(err.Error()) {
-		t.Fatalf("expected an error matching %s, saw %v", want, err)
-	}
+	want := regexp.MustCompile(`; last seen: nothing yet$`)
+	require.Error(t, err, "expected an error matching %s, saw %v", want, err)
+	require.Regexp(t, want, err.Error(), "expected an error matching %s, saw %v", want, err)
 }
 
 func TestUntilStopsAtTheConditionsError(t *testing.T) {
@@ -50,9 +50,9 @@ func TestUntilStopsAtTheConditionsError(t *testing.T) {
 		calls++
 		return false, "", boom
 	})
-	if !errors.Is(err, boom) || err.Error() != "waiting for x: boom" || calls != 1 {
-		t.Fatalf(`expected "waiting for x: boom" after one call, saw %v after %d calls`, err, calls)
-	}
+	require.ErrorIs(t, err, boom, `expected "waiting for x: boom" after one call, saw %v after %d calls`, err, calls)
+	require.Equal(t, "waiting for x: boom", err.Error(), `expected "waiting for x: boom" after one call, saw %v after %d calls`, err, calls)
+	require.Equal(t, 1, calls, `expected "waiting for x: boom" after one call, saw %v after %d calls`, err, calls)
 }
 
 func TestUntilEndsWithItsContext(t *testing.T) {
@@ -61,7 +61,7 @@ func TestUntilEndsWithItsContext(t *testing.T) {
 	err := Until(ctx, "x", time.Minute, func(ctx context.Context) (bool, string, error) {
 		return false, "cancelled", nil
 	})
-	if want := regexp.MustCompile(`^waited .* for x; last seen: nothing yet$`); err == nil || !want.MatchString(err.Error()) {
-		t.Fatalf("expected an error matching %s, saw %v", want, err)
-	}
+	want := regexp.MustCompile(`^waited .* for x; last seen: nothing yet$`)
+	require.Error(t, err, "expected an error matching %s, saw %v", want, err)
+	require.Regexp(t, want, err.Error(), "expected an error matching %s, saw %v", want, err)
 }

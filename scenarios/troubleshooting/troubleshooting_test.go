@@ -1,10 +1,12 @@
 package troubleshooting
 
 import (
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestOverlayMergesWithoutTouchingItsInputs(t *testing.T) {
@@ -12,23 +14,15 @@ func TestOverlayMergesWithoutTouchingItsInputs(t *testing.T) {
 	over := map[string]any{"webhook": map[string]any{"failurePolicy": "Ignore"}}
 	got := overlay(base, over)
 	want := map[string]any{"webhook": map[string]any{"port": 9443, "failurePolicy": "Ignore"}, "replicas": 1}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("overlay: expected %v, saw %v", want, got)
-	}
-	if base["webhook"].(map[string]any)["failurePolicy"] != "Fail" {
-		t.Errorf("overlay changed its base: %v", base)
-	}
+	assert.Equal(t, want, got, "overlay: expected %v, saw %v", want, got)
+	assert.Equal(t, "Fail", base["webhook"].(map[string]any)["failurePolicy"], "overlay changed its base: %v", base)
 }
 
 func TestContainsInOrder(t *testing.T) {
 	text := `Internal error occurred: failed calling webhook "v.nvidia.com": failed to call webhook: Post "https://s.ns.svc:443/x": dial tcp 127.0.0.1:443: connect: connection refused`
 	parts := []*regexp.Regexp{failedCallPrefix, dialTCP, connectionRefused}
-	if !containsInOrder(text, parts) {
-		t.Errorf("expected %s to match %q", describeParts(parts), text)
-	}
-	if containsInOrder(text, []*regexp.Regexp{connectionRefused, dialTCP}) {
-		t.Errorf("parts out of order must not match")
-	}
+	assert.True(t, containsInOrder(text, parts), "expected %s to match %q", describeParts(parts), text)
+	assert.False(t, containsInOrder(text, []*regexp.Regexp{connectionRefused, dialTCP}), "parts out of order must not match")
 }
 
 func TestDoctorReportNamesRootCauses(t *testing.T) {
@@ -38,34 +32,24 @@ func TestDoctorReportNamesRootCauses(t *testing.T) {
   {"id": "operator-logs", "title": "logs", "ok": false, "status": "consequence", "dependsOn": ["service-endpoints"]}
 ]`
 	rep, err := parseDoctorReport(1, []byte(out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := rep.rootNames(); !reflect.DeepEqual(got, []string{"service-endpoints (T6)"}) {
-		t.Errorf("root causes: expected [service-endpoints (T6)], saw %v", got)
-	}
-	if rep.healthy() {
-		t.Errorf("a report with a failed check is not healthy")
-	}
-	if s := rep.String(); !strings.Contains(s, "✗ service-endpoints (T6): T6 operator scaled to 0") || !strings.Contains(s, "operator-logs (consequence of service-endpoints)") {
-		t.Errorf("summary: %s", s)
-	}
+	require.NoError(t, err)
+	got := rep.rootNames()
+	assert.Equal(t, []string{"service-endpoints (T6)"}, got, "root causes: expected [service-endpoints (T6)], saw %v", got)
+	assert.False(t, rep.healthy(), "a report with a failed check is not healthy")
+	s := rep.String()
+	assert.Contains(t, s, "✗ service-endpoints (T6): T6 operator scaled to 0", "summary: %s", s)
+	assert.Contains(t, s, "operator-logs (consequence of service-endpoints)", "summary: %s", s)
 }
 
 func TestDoctorReportHealthyNeedsExitZeroAndEveryCheck(t *testing.T) {
 	out := `[{"id": "api-server", "title": "reachable", "ok": true, "status": "pass"}]`
 	for code, want := range map[int]bool{0: true, 1: false} {
 		rep, err := parseDoctorReport(code, []byte(out))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.healthy() != want {
-			t.Errorf("exit %d, every check passed: expected healthy=%t", code, want)
-		}
+		require.NoError(t, err)
+		assert.Equal(t, want, rep.healthy(), "exit %d, every check passed: expected healthy=%t", code, want)
 	}
-	if _, err := parseDoctorReport(0, []byte(`[]`)); err == nil {
-		t.Errorf("an empty report must be an error")
-	}
+	_, err := parseDoctorReport(0, []byte(`[]`))
+	require.Error(t, err, "an empty report must be an error")
 }
 
 func TestParseLogKeepsJSONLinesOnly(t *testing.T) {
@@ -76,29 +60,20 @@ func TestParseLogKeepsJSONLinesOnly(t *testing.T) {
 		`{"level":"error","logger":"cert-controller","msg":"cert-controller: failed","error":"secrets is forbidden"}`,
 	}, "\n")
 	got := parseLog([]byte(raw))
-	if len(got) != 2 {
-		t.Fatalf("expected 2 entries, saw %d: %+v", len(got), got)
-	}
+	require.Len(t, got, 2, "expected 2 entries, saw %d: %+v", len(got), got)
 	logs := podLogs{"pod": got}
-	if n := len(logs.find(admissionLine("validate create", "t1", "graph"))); n != 1 {
-		t.Errorf("expected the validate create line for t1/graph, saw %d", n)
-	}
-	if got[1].Logger != "cert-controller" || got[1].Error != "secrets is forbidden" {
-		t.Errorf("second entry: %+v", got[1])
-	}
+	n := len(logs.find(admissionLine("validate create", "t1", "graph")))
+	assert.Equal(t, 1, n, "expected the validate create line for t1/graph, saw %d", n)
+	assert.Equal(t, "cert-controller", got[1].Logger, "second entry: %+v", got[1])
+	assert.Equal(t, "secrets is forbidden", got[1].Error, "second entry: %+v", got[1])
 }
 
 func TestDoctorArgsPortForwardOnlyWithoutTheServiceNetwork(t *testing.T) {
 	d := doctorTarget{release: "dynamo", namespace: "dynamo-system", testNamespace: "t1-abc"}
 	reachable := strings.Join(d.args("/k", true), " ")
-	if strings.Contains(reachable, "--connect") {
-		t.Errorf("with the Service network reachable from here the doctor keeps its default: %s", reachable)
-	}
+	assert.NotContains(t, reachable, "--connect", "with the Service network reachable from here the doctor keeps its default: %s", reachable)
 	unreachable := d.args("/k", false)
-	if got := unreachable[len(unreachable)-1]; got != "--connect=port-forward" {
-		t.Errorf("without the Service network the doctor must port-forward: %v", unreachable)
-	}
-	if !strings.Contains(strings.Join(unreachable, " "), "--test-namespace t1-abc") {
-		t.Errorf("args: %v", unreachable)
-	}
+	got := unreachable[len(unreachable)-1]
+	assert.Equal(t, "--connect=port-forward", got, "without the Service network the doctor must port-forward: %v", unreachable)
+	assert.Contains(t, strings.Join(unreachable, " "), "--test-namespace t1-abc", "args: %v", unreachable)
 }

@@ -3,23 +3,21 @@ package workspace
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestControlPlaneAssetsPrefersKubebuilderAssets(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "etcd"), nil, 0o600); err != nil { // only its presence is checked
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "etcd"), nil, 0o600)) // only its presence is checked
 	t.Setenv("KUBEBUILDER_ASSETS", dir)
-	if got, err := ControlPlaneAssets("etcd"); err != nil || got != dir {
-		t.Errorf("expected %s, saw %q, %v", dir, got, err)
-	}
-	_, err := ControlPlaneAssets("etcd", "kube-apiserver")
-	if err == nil || !strings.Contains(err.Error(), "control-plane binary kube-apiserver not found in "+dir) {
-		t.Errorf("expected the missing kube-apiserver named, saw %v", err)
-	}
+	got, err := ControlPlaneAssets("etcd")
+	require.NoError(t, err, "expected %s, saw %q, %v", dir, got, err)
+	assert.Equal(t, dir, got, "expected %s, saw %q, %v", dir, got, err)
+	_, err = ControlPlaneAssets("etcd", "kube-apiserver")
+	require.ErrorContains(t, err, "control-plane binary kube-apiserver not found in "+dir, "expected the missing kube-apiserver named, saw %v", err)
 }
 
 func TestControlPlaneAssetsDefaultsToTheCache(t *testing.T) {
@@ -27,10 +25,8 @@ func TestControlPlaneAssetsDefaultsToTheCache(t *testing.T) {
 	t.Setenv("KUBEBUILDER_ASSETS", "")
 	t.Setenv("GAUNTLET_CACHE", cache)
 	want := filepath.Join(cache, "k8s", KubernetesVersion, "bin")
-	if got := ControlPlaneDir(KubernetesVersion); got != want {
-		t.Errorf("ControlPlaneDir: expected %s, saw %s", want, got)
-	}
-	if _, err := ControlPlaneAssets("etcd"); err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("expected an error naming %s, saw %v", want, err)
-	}
+	got := ControlPlaneDir(KubernetesVersion)
+	assert.Equal(t, want, got, "ControlPlaneDir: expected %s, saw %s", want, got)
+	_, err := ControlPlaneAssets("etcd")
+	require.ErrorContains(t, err, want, "expected an error naming %s, saw %v", want, err)
 }
