@@ -55,7 +55,7 @@ func (a answer) String() string {
 	if a.err != nil {
 		return fmt.Sprintf("no answer after %s: %v", a.took.Round(10*time.Millisecond), a.err)
 	}
-	return fmt.Sprintf("HTTP %d after %s: %q", a.status, a.took.Round(10*time.Millisecond), short(a.body, 300))
+	return fmt.Sprintf("HTTP %d after %s: %q", a.status, a.took.Round(10*time.Millisecond), short(a.body, 160))
 }
 
 func short(s string, n int) string {
