@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,13 +145,9 @@ var shared struct {
 // fails the test: integration coverage is never silently skipped.
 func cluster(t *testing.T) *testCluster {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("the process node integration test needs root (network and mount namespaces per pod)")
-	}
+	require.Zero(t, os.Geteuid(), "the process node integration test needs root (network and mount namespaces per pod)")
 	shared.once.Do(func() { shared.c, shared.err = startTestCluster() })
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
+	require.NoError(t, shared.err)
 	return shared.c
 }
 

@@ -10,11 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -28,22 +29,15 @@ func TestDaemonBinary(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gauntlet-node")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/gauntlet-node").CombinedOutput(); err != nil { //nolint:gosec // G204: go build of the node daemon into t.TempDir()
-		t.Fatalf("building gauntlet-node: %v\n%s", err, out)
-	}
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/gauntlet-node").CombinedOutput() //nolint:gosec // G204: go build of the node daemon into t.TempDir()
+	require.NoError(t, err, "building gauntlet-node\n%s", out)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(c.cfg, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, writeKubeconfig(c.cfg, kubeconfig))
 	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	stateDir, ready := filepath.Join(dir, "state"), filepath.Join(dir, "ready")
 	logFile, err := os.Create(filepath.Join(dir, "gauntlet-node.log")) //nolint:gosec // G304: a log file under t.TempDir()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer func() { _ = logFile.Close() }() // the daemon's log, only read back on failure
 	//nolint:gosec // G204: the daemon binary this test just built
 	daemon := exec.Command(bin,
@@ -59,9 +53,7 @@ func TestDaemonBinary(t *testing.T) {
 	)
 	daemon.Stdout, daemon.Stderr = logFile, logFile
 	daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, daemon.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- daemon.Wait() }()
 	defer func() {
@@ -76,9 +68,8 @@ func TestDaemonBinary(t *testing.T) {
 		return err == nil, daemonLog()
 	})
 	node, err := c.client.CoreV1().Nodes().Get(ctx, daemonNodeName, metav1.GetOptions{})
-	if err != nil || !nodeReady(node) {
-		t.Fatalf("node %s: %v ready=%v", daemonNodeName, err, err == nil && nodeReady(node))
-	}
+	require.NoError(t, err, "node %s: %v ready=%v", daemonNodeName, err, err == nil && nodeReady(node))
+	require.True(t, nodeReady(node), "node %s: %v ready=%v", daemonNodeName, err, err == nil && nodeReady(node))
 
 	pod := simplePod("daemon-web", testImage+":v2")
 	pod.Spec.NodeName = daemonNodeName
@@ -89,42 +80,32 @@ func TestDaemonBinary(t *testing.T) {
 	}
 	mustSucceed(t, objErr(c.client.CoreV1().Pods(testNamespace).Create(ctx, pod, metav1.CreateOptions{})))
 	running := waitForPod(t, c, "daemon-web", 60*time.Second, "Ready on the daemon's node", isPodReady)
-	if _, daemonNet, _ := net.ParseCIDR(daemonPodCIDR); !daemonNet.Contains(net.ParseIP(running.Status.PodIP)) {
-		t.Fatalf("pod IP %s not from the daemon's pod CIDR %s", running.Status.PodIP, daemonPodCIDR)
-	}
+	_, daemonNet, _ := net.ParseCIDR(daemonPodCIDR)
+	require.True(t, daemonNet.Contains(net.ParseIP(running.Status.PodIP)), "pod IP %s not from the daemon's pod CIDR %s", running.Status.PodIP, daemonPodCIDR)
 	// The default ServiceAccount's token reaches the apiserver through the daemon's forwarder.
 	review := `{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`
 	body, code := podGetStatus(t, running, "/apiserver?method=POST&path="+url.QueryEscape("/apis/authentication.k8s.io/v1/selfsubjectreviews")+"&body="+url.QueryEscape(review))
-	if code != http.StatusCreated || !strings.Contains(body, "system:serviceaccount:"+testNamespace+":default") {
-		t.Fatalf("SelfSubjectReview from a pod of the daemon: %d %s", code, body)
-	}
+	require.Equal(t, http.StatusCreated, code, "SelfSubjectReview from a pod of the daemon: %d %s", code, body)
+	require.Contains(t, body, "system:serviceaccount:"+testNamespace+":default", "SelfSubjectReview from a pod of the daemon: %d %s", code, body)
 	pid := containerPID(t, running)
 
-	if err := daemon.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, daemon.Process.Signal(syscall.SIGTERM))
 	select {
 	case err := <-exited:
-		if err != nil {
-			t.Fatalf("daemon exited with %v on SIGTERM\n%s", err, daemonLog())
-		}
+		require.NoError(t, err, "daemon exited with %v on SIGTERM\n%s", err, daemonLog())
 	case <-time.After(15 * time.Second):
-		t.Fatalf("daemon did not exit within 15s of SIGTERM (the provider's budget)\n%s", daemonLog())
+		require.Failf(t, "daemon did not exit within 15s of SIGTERM (the provider's budget)", "%s", daemonLog())
 	}
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !os.IsNotExist(err) {
-		t.Errorf("pod process %d survived the daemon", pid)
-	}
-	if mounts := mountsUnder(t, stateDir); len(mounts) > 0 {
-		t.Errorf("mounts survived the daemon: %v", mounts)
-	}
+	_, err = os.Stat(fmt.Sprintf("/proc/%d", pid))
+	assert.True(t, os.IsNotExist(err), "pod process %d survived the daemon", pid)
+	mounts := mountsUnder(t, stateDir)
+	assert.Empty(t, mounts, "mounts survived the daemon: %v", mounts)
 	for _, p := range []string{filepath.Join(stateDir, "pods"), filepath.Join(stateDir, "netns"), ready} {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Errorf("%s survived the daemon", p)
-		}
+		_, err := os.Stat(p)
+		assert.True(t, os.IsNotExist(err), "%s survived the daemon", p)
 	}
 	node, err = c.client.CoreV1().Nodes().Get(ctx, daemonNodeName, metav1.GetOptions{})
-	if err != nil || nodeReady(node) {
-		t.Errorf("node %s after the daemon stopped: %v, still Ready=%v", daemonNodeName, err, err == nil && nodeReady(node))
-	}
+	require.NoError(t, err, "node %s after the daemon stopped: %v, still Ready=%v", daemonNodeName, err, err == nil && nodeReady(node))
+	assert.False(t, nodeReady(node), "node %s after the daemon stopped: %v, still Ready=%v", daemonNodeName, err, err == nil && nodeReady(node))
 	_ = c.client.CoreV1().Pods(testNamespace).Delete(ctx, "daemon-web", metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
 }

@@ -2,10 +2,11 @@ package procnode
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -41,23 +42,17 @@ func TestContainerEnvResolvesDownwardAPIAndReferences(t *testing.T) {
 		},
 	}
 	env, err := containerEnv(context.Background(), testObjects(), pod, c, apiEndpoint{host: "10.244.0.1", port: 6443})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, want := range []string{
 		"POD_NAME=op-0", "POD_NAMESPACE=ns", "POD_IP=10.244.0.7", "SA=op", "NODE=node-1",
 		"MEM=64", "CPU=2", "CERT=CERT", "ROOT_CA=ROOT", "CM_ca.crt=ROOT",
 		"URL=https://op-0.ns:$(PORT)/$(POD_NAME)",
 		"KUBERNETES_SERVICE_HOST=10.244.0.1", "KUBERNETES_SERVICE_PORT=6443", "HOSTNAME=op-0",
 	} {
-		if !slices.Contains(env, want) {
-			t.Errorf("env lacks %q: %q", want, env)
-		}
+		assert.True(t, slices.Contains(env, want), "env lacks %q: %q", want, env)
 	}
 	for _, kv := range env {
-		if kv == "ABSENT=" || len(kv) > 7 && kv[:7] == "ABSENT=" {
-			t.Errorf("optional missing key still set: %q", kv)
-		}
+		assert.False(t, kv == "ABSENT=" || len(kv) > 7 && kv[:7] == "ABSENT=", "optional missing key still set: %q", kv)
 	}
 }
 
@@ -66,12 +61,9 @@ func TestContainerEnvMissingReferenceIsAConfigError(t *testing.T) {
 		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "certs"}, Key: "nope"}}}}}
 	_, err := containerEnv(context.Background(), testObjects(), volumePod(), c, apiEndpoint{})
 	var cfgErr *errContainerConfig
-	if !errors.As(err, &cfgErr) {
-		t.Fatalf("missing key: %v, want errContainerConfig", err)
-	}
-	if want := `env X of container "c": couldn't find key nope in Secret ns/certs`; err.Error() != want {
-		t.Fatalf("message %q, want %q", err.Error(), want)
-	}
+	require.ErrorAs(t, err, &cfgErr, "missing key: %v, want errContainerConfig", err)
+	want := `env X of container "c": couldn't find key nope in Secret ns/certs`
+	require.Equal(t, want, err.Error(), "message %q, want %q", err, want)
 }
 
 func TestContainerArgvReplacesTheEntrypointWithTheMappedBinary(t *testing.T) {
@@ -79,10 +71,7 @@ func TestContainerArgvReplacesTheEntrypointWithTheMappedBinary(t *testing.T) {
 	c := &corev1.Container{Command: []string{"/manager", "--leader-elect"}, Args: []string{"--webhook-port=$(PORT)", "--ns=$(NS)", "--raw=$$(NS)"}}
 	got := containerArgv("/bin/op", c, env)
 	want := []string{"/bin/op", "--leader-elect", "--webhook-port=9443", "--ns=dynamo", "--raw=$(NS)"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("argv = %q, want %q", got, want)
-	}
-	if got := containerArgv("/bin/op", &corev1.Container{Args: []string{"a"}}, nil); !slices.Equal(got, []string{"/bin/op", "a"}) {
-		t.Fatalf("argv without command = %q", got)
-	}
+	require.True(t, slices.Equal(got, want), "argv = %q, want %q", got, want)
+	got = containerArgv("/bin/op", &corev1.Container{Args: []string{"a"}}, nil)
+	require.True(t, slices.Equal(got, []string{"/bin/op", "a"}), "argv without command = %q", got)
 }

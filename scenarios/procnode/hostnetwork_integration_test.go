@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -25,9 +26,7 @@ func TestHostNetworkFallback(t *testing.T) {
 	nodeName := testNodeName + "-host"
 	_, svcCIDR, _ := net.ParseCIDR(testServiceCIDR)
 	kubeletPort, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	stateDir := t.TempDir()
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -40,9 +39,7 @@ func TestHostNetworkFallback(t *testing.T) {
 	}()
 	defer func() {
 		stop()
-		if err := <-done; err != nil {
-			t.Errorf("host-network node returned %v", err)
-		}
+		require.NoError(t, <-done, "host-network node returned")
 	}()
 	eventually(t, 30*time.Second, "the host-network node to be ready", func() (bool, string) {
 		_, err := os.Stat(ready)
@@ -50,9 +47,7 @@ func TestHostNetworkFallback(t *testing.T) {
 	})
 
 	podPort, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	pod := simplePod("hostnet", testImage+":v1", "-listen", "127.0.0.1:"+strconv.Itoa(podPort))
 	pod.Spec.NodeName = nodeName
 	pod.Labels = map[string]string{"app": "hostnet"}
@@ -68,30 +63,22 @@ func TestHostNetworkFallback(t *testing.T) {
 	}, metav1.CreateOptions{})))
 	mustSucceed(t, objErr(c.client.CoreV1().Pods(testNamespace).Create(ctx, pod, metav1.CreateOptions{})))
 	running := waitForPod(t, c, "hostnet", 60*time.Second, "Ready on the host network", isPodReady)
-	if running.Status.PodIP != "127.0.0.1" {
-		t.Fatalf("pod IP %q, want 127.0.0.1 on the host network", running.Status.PodIP)
-	}
+	require.Equal(t, "127.0.0.1", running.Status.PodIP, "pod IP %q, want 127.0.0.1 on the host network", running.Status.PodIP)
 	base := "http://127.0.0.1:" + strconv.Itoa(podPort)
 	env, err := httpGet(base + "/env")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	volDir := filepath.Join(stateDir, "pods", string(running.UID), "volumes", "config")
-	if !containsLine(env, "GAUNTLET_VOLUME_CONFIG="+volDir) {
-		t.Fatalf("env lacks GAUNTLET_VOLUME_CONFIG=%s:\n%s", volDir, env)
-	}
-	if got, err := httpGet(base + "/file?path=" + volDir + "/greeting"); err != nil || got != "hello" {
-		t.Fatalf("volume file through GAUNTLET_VOLUME_CONFIG = %q, %v", got, err)
-	}
+	require.True(t, containsLine(env, "GAUNTLET_VOLUME_CONFIG="+volDir), "env lacks GAUNTLET_VOLUME_CONFIG=%s:\n%s", volDir, env)
+	got, err := httpGet(base + "/file?path=" + volDir + "/greeting")
+	require.NoError(t, err, "volume file through GAUNTLET_VOLUME_CONFIG = %q, %v", got, err)
+	require.Equal(t, "hello", got, "volume file through GAUNTLET_VOLUME_CONFIG = %q, %v", got, err)
 
 	svc, err := c.client.CoreV1().Services(testNamespace).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "hostnet"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "hostnet"},
 			Ports: []corev1.ServicePort{{Name: "http", Port: 8081, TargetPort: intstr.FromString("http")}}},
 	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	addr := net.JoinHostPort(svc.Spec.ClusterIP, "8081")
 	eventually(t, 20*time.Second, "the Service to reach the host-network pod", func() (bool, string) {
 		body, err := httpGet("http://" + addr + "/healthz")

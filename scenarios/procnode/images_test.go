@@ -1,11 +1,12 @@
 package procnode
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestImageRepositoryIgnoresTagDigestAndDockerHubPrefix(t *testing.T) {
@@ -18,52 +19,37 @@ func TestImageRepositoryIgnoresTagDigestAndDockerHubPrefix(t *testing.T) {
 		"docker.io/bitnami/kubectl:latest":                   "bitnami/kubectl",
 		"nginx":                                              "nginx",
 	} {
-		if got := imageRepository(image); got != want {
-			t.Errorf("imageRepository(%q) = %q, want %q", image, got, want)
-		}
+		got := imageRepository(image)
+		assert.Equal(t, want, got, "imageRepository(%q) = %q, want %q", image, got, want)
 	}
 }
 
 func TestImageMapResolvesByRepositoryAndRereadsTheFile(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "operator")
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o700); err != nil { //nolint:gosec // G306: a fake image binary; the image map wants it executable
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o700)) //nolint:gosec // G306: a fake image binary; the image map wants it executable
 	file := filepath.Join(dir, "images.json")
 	m := imageMap{file: file}
-	if err := os.WriteFile(file, []byte(`{}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(file, []byte(`{}`), 0o600))
 	_, err := m.resolve("ghcr.io/x/operator:v2")
 	var notMapped *errImageNotMapped
-	if !errors.As(err, &notMapped) {
-		t.Fatalf("resolve of an unknown image = %v, want errImageNotMapped", err)
-	}
-	if msg := err.Error(); !strings.Contains(msg, `"ghcr.io/x/operator:v2"`) || !strings.Contains(msg, file) {
-		t.Fatalf("error %q names neither the image nor the map file", msg)
-	}
+	require.ErrorAs(t, err, &notMapped, "resolve of an unknown image = %v, want errImageNotMapped", err)
+	msg := err.Error()
+	require.Contains(t, msg, `"ghcr.io/x/operator:v2"`, "error %q names neither the image nor the map file", msg)
+	require.Contains(t, msg, file, "error %q names neither the image nor the map file", msg)
 	// The provider may add an image while the node runs.
-	if err := os.WriteFile(file, []byte(`{"ghcr.io/x/operator:latest": "`+bin+`"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(file, []byte(`{"ghcr.io/x/operator:latest": "`+bin+`"}`), 0o600))
 	got, err := m.resolve("ghcr.io/x/operator@sha256:0123")
-	if err != nil || got != bin {
-		t.Fatalf("resolve = %q, %v; want %s", got, err, bin)
-	}
+	require.NoError(t, err, "resolve = %q, %v; want %s", got, err, bin)
+	require.Equal(t, bin, got, "resolve = %q, %v; want %s", got, err, bin)
 }
 
 func TestImageMapRejectsNonExecutableBinary(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "data")
-	if err := os.WriteFile(bin, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(bin, nil, 0o600))
 	file := filepath.Join(dir, "images.json")
-	if err := os.WriteFile(file, []byte(`{"op": "`+bin+`"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := (imageMap{file: file}).resolve("op:1"); err == nil || !strings.Contains(err.Error(), "not an executable file") {
-		t.Fatalf("resolve of a non-executable = %v", err)
-	}
+	require.NoError(t, os.WriteFile(file, []byte(`{"op": "`+bin+`"}`), 0o600))
+	_, err := (imageMap{file: file}).resolve("op:1")
+	require.ErrorContains(t, err, "not an executable file", "resolve of a non-executable = %v", err)
 }

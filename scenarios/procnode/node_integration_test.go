@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,22 +38,14 @@ func TestProcessNode(t *testing.T) {
 
 	t.Run("registers a Ready node with a renewed lease", func(t *testing.T) {
 		node, err := c.client.CoreV1().Nodes().Get(ctx, testNodeName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !nodeReady(node) {
-			t.Fatalf("node %s is not Ready: %+v", testNodeName, node.Status.Conditions)
-		}
-		if got := node.Status.DaemonEndpoints.KubeletEndpoint.Port; got == 0 {
-			t.Fatalf("kubelet endpoint port not published")
-		}
+		require.NoError(t, err)
+		require.True(t, nodeReady(node), "node %s is not Ready: %+v", testNodeName, node.Status.Conditions)
+		got := node.Status.DaemonEndpoints.KubeletEndpoint.Port
+		require.NotZero(t, got, "kubelet endpoint port not published")
 		lease, err := c.client.CoordinationV1().Leases(nodeLeaseNamespace).Get(ctx, testNodeName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("node lease: %v", err)
-		}
-		if lease.Spec.RenewTime == nil || time.Since(lease.Spec.RenewTime.Time) > 2*leaseRenewInterval {
-			t.Fatalf("node lease not renewed recently: %v", lease.Spec.RenewTime)
-		}
+		require.NoError(t, err, "node lease")
+		require.NotNil(t, lease.Spec.RenewTime, "node lease not renewed recently: %v", lease.Spec.RenewTime)
+		require.LessOrEqual(t, time.Since(lease.Spec.RenewTime.Time), 2*leaseRenewInterval, "node lease not renewed recently: %v", lease.Spec.RenewTime)
 	})
 
 	mustSucceed(t, objErr(c.client.CoreV1().Secrets(testNamespace).Create(ctx, &corev1.Secret{
@@ -66,20 +60,16 @@ func TestProcessNode(t *testing.T) {
 
 	t.Run("runs the container as a process in its own network namespace", func(t *testing.T) {
 		_, podNet, _ := net.ParseCIDR(testPodCIDR)
-		if ip := net.ParseIP(web.Status.PodIP); ip == nil || !podNet.Contains(ip) || ip.String() == testPodGateway {
-			t.Fatalf("pod IP %q is not a pod address in %s", web.Status.PodIP, testPodCIDR)
-		}
+		ip := net.ParseIP(web.Status.PodIP)
+		require.NotNil(t, ip, "pod IP %q is not a pod address in %s", web.Status.PodIP, testPodCIDR)
+		require.True(t, podNet.Contains(ip), "pod IP %q is not a pod address in %s", web.Status.PodIP, testPodCIDR)
+		require.NotEqual(t, testPodGateway, ip.String(), "pod IP %q is not a pod address in %s", web.Status.PodIP, testPodCIDR)
 		cs := web.Status.ContainerStatuses[0]
-		if !cs.Ready || cs.State.Running == nil || cs.RestartCount != 0 {
-			t.Fatalf("container status = %+v, want running, ready, no restarts", cs)
-		}
-		if got := podGet(t, web, "/hostname"); got != "web" {
-			t.Fatalf("hostname in the pod = %q, want the pod name", got)
-		}
+		require.False(t, !cs.Ready || cs.State.Running == nil || cs.RestartCount != 0, "container status = %+v, want running, ready, no restarts", cs)
+		got := podGet(t, web, "/hostname")
+		require.Equal(t, "web", got, "hostname in the pod = %q, want the pod name", got)
 		for _, cond := range []corev1.PodConditionType{corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady, corev1.PodReadyToStartContainers} {
-			if !hasCondition(web, cond) {
-				t.Errorf("pod condition %s is not True: %+v", cond, web.Status.Conditions)
-			}
+			assert.True(t, hasCondition(web, cond), "pod condition %s is not True: %+v", cond, web.Status.Conditions)
 		}
 	})
 
@@ -94,61 +84,48 @@ func TestProcessNode(t *testing.T) {
 			"GREETING_TWICE=hello hello",
 			"KUBERNETES_SERVICE_HOST=" + testPodGateway,
 		} {
-			if !containsLine(env, want) {
-				t.Errorf("env lacks %q:\n%s", want, env)
-			}
+			assert.True(t, containsLine(env, want), "env lacks %q:\n%s", want, env)
 		}
 	})
 
 	t.Run("mounts volumes at their mountPath in a private mount namespace", func(t *testing.T) {
-		if got := podGet(t, web, "/file?path="+url.QueryEscape(configMountPath+"/greeting")); got != "hello" {
-			t.Fatalf("secret file in the pod = %q, want hello", got)
-		}
-		if _, err := os.Stat(filepath.Join(configMountPath, "greeting")); !os.IsNotExist(err) {
-			t.Fatalf("the secret is visible on the host at %s (stat err %v); mounts must stay in the pod", configMountPath, err)
-		}
-		if _, code := podGetStatus(t, web, "/readlink?path="+url.QueryEscape(optionalMountPath+"/..data")); code != http.StatusOK {
-			t.Fatalf("optional volume of a missing Secret is not an (empty) volume: status %d", code)
-		}
-		if _, code := podGetStatus(t, web, "/file?path="+url.QueryEscape(optionalMountPath+"/anything")); code != http.StatusNotFound {
-			t.Fatalf("optional volume of a missing Secret has content: status %d", code)
-		}
+		got := podGet(t, web, "/file?path="+url.QueryEscape(configMountPath+"/greeting"))
+		require.Equal(t, "hello", got, "secret file in the pod = %q, want hello", got)
+		_, err := os.Stat(filepath.Join(configMountPath, "greeting"))
+		require.True(t, os.IsNotExist(err), "the secret is visible on the host at %s (stat err %v); mounts must stay in the pod", configMountPath, err)
+		_, code := podGetStatus(t, web, "/readlink?path="+url.QueryEscape(optionalMountPath+"/..data"))
+		require.Equal(t, http.StatusOK, code, "optional volume of a missing Secret is not an (empty) volume: status %d", code)
+		_, code = podGetStatus(t, web, "/file?path="+url.QueryEscape(optionalMountPath+"/anything"))
+		require.Equal(t, http.StatusNotFound, code, "optional volume of a missing Secret has content: status %d", code)
 	})
 
 	t.Run("secret update reaches the mounted files atomically", func(t *testing.T) {
 		before := podGet(t, web, "/readlink?path="+url.QueryEscape(configMountPath+"/..data"))
 		sec, err := c.client.CoreV1().Secrets(testNamespace).Get(ctx, "podserver-config", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		sec.Data["greeting"] = []byte("bonjour")
-		if _, err := c.client.CoreV1().Secrets(testNamespace).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		_, err = c.client.CoreV1().Secrets(testNamespace).Update(ctx, sec, metav1.UpdateOptions{})
+		require.NoError(t, err)
 		eventually(t, 20*time.Second, "the mounted secret to read bonjour", func() (bool, string) {
 			got := podGet(t, web, "/file?path="+url.QueryEscape(configMountPath+"/greeting"))
 			return got == "bonjour", got
 		})
 		after := podGet(t, web, "/readlink?path="+url.QueryEscape(configMountPath+"/..data"))
-		if after == before || !strings.HasPrefix(after, "..") {
-			t.Fatalf("..data was not swapped to a new timestamped dir: before %q after %q", before, after)
-		}
-		if _, code := podGetStatus(t, web, "/readlink?path="+url.QueryEscape(configMountPath+"/greeting")); code != http.StatusOK {
-			t.Fatalf("user-visible file is not a symlink through ..data")
-		}
+		require.NotEqual(t, before, after, "..data was not swapped to a new timestamped dir: before %q after %q", before, after)
+		require.True(t, strings.HasPrefix(after, ".."), "..data was not swapped to a new timestamped dir: before %q after %q", before, after)
+		_, code := podGetStatus(t, web, "/readlink?path="+url.QueryEscape(configMountPath+"/greeting"))
+		require.Equal(t, http.StatusOK, code, "user-visible file is not a symlink through ..data")
 	})
 
 	t.Run("pod authenticates as its ServiceAccount and RBAC is enforced", func(t *testing.T) {
 		review := `{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`
 		body, code := podGetStatus(t, web, "/apiserver?method=POST&path="+url.QueryEscape("/apis/authentication.k8s.io/v1/selfsubjectreviews")+"&body="+url.QueryEscape(review))
-		if code != http.StatusCreated || !strings.Contains(body, "system:serviceaccount:"+testNamespace+":podserver") {
-			t.Fatalf("SelfSubjectReview from the pod: status %d body %s", code, body)
-		}
+		require.Equal(t, http.StatusCreated, code, "SelfSubjectReview from the pod: status %d body %s", code, body)
+		require.Contains(t, body, "system:serviceaccount:"+testNamespace+":podserver", "SelfSubjectReview from the pod: status %d body %s", code, body)
 		listSecrets := "/apiserver?method=GET&path=" + url.QueryEscape("/api/v1/namespaces/"+testNamespace+"/secrets")
 		body, code = podGetStatus(t, web, listSecrets)
-		if code != http.StatusForbidden || !strings.Contains(body, "forbidden") {
-			t.Fatalf("listing secrets without a Role: status %d body %s, want 403 forbidden", code, body)
-		}
+		require.Equal(t, http.StatusForbidden, code, "listing secrets without a Role: status %d body %s, want 403 forbidden", code, body)
+		require.Contains(t, body, "forbidden", "listing secrets without a Role: status %d body %s, want 403 forbidden", code, body)
 		mustSucceed(t, objErr(c.client.RbacV1().Roles(testNamespace).Create(ctx, &rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: "read-secrets"},
 			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}},
@@ -171,16 +148,12 @@ func TestProcessNode(t *testing.T) {
 			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
 		},
 	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	serviceAddr := net.JoinHostPort(svc.Spec.ClusterIP, "80")
 
 	t.Run("a Service on ClusterIP:port reaches the pod from the host", func(t *testing.T) {
 		_, svcNet, _ := net.ParseCIDR(testServiceCIDR)
-		if !svcNet.Contains(net.ParseIP(svc.Spec.ClusterIP)) {
-			t.Fatalf("ClusterIP %s not in %s", svc.Spec.ClusterIP, testServiceCIDR)
-		}
+		require.True(t, svcNet.Contains(net.ParseIP(svc.Spec.ClusterIP)), "ClusterIP %s not in %s", svc.Spec.ClusterIP, testServiceCIDR)
 		eventually(t, 30*time.Second, "GET http://"+serviceAddr+"/hostname to answer", func() (bool, string) {
 			body, err := httpGet("http://" + serviceAddr + "/hostname")
 			return err == nil && body == "web", fmt.Sprintf("%q %v", body, err)
@@ -189,34 +162,26 @@ func TestProcessNode(t *testing.T) {
 
 	t.Run("kubectl logs reaches the container output through the apiserver", func(t *testing.T) {
 		raw, err := c.client.CoreV1().Pods(testNamespace).GetLogs("web", &corev1.PodLogOptions{Container: "podserver"}).DoRaw(ctx)
-		if err != nil {
-			t.Fatalf("getting logs of pod web: %v", err)
-		}
-		if !strings.Contains(string(raw), "podserver listening on :8080") {
-			t.Fatalf("logs = %q, want the server's start line", raw)
-		}
+		require.NoError(t, err, "getting logs of pod web")
+		require.Contains(t, string(raw), "podserver listening on :8080", "logs = %q, want the server's start line", raw)
 		stream, err := c.client.CoreV1().Pods(testNamespace).GetLogs("web", &corev1.PodLogOptions{Container: "podserver", Follow: true}).Stream(ctx)
-		if err != nil {
-			t.Fatalf("following logs of pod web: %v", err)
-		}
+		require.NoError(t, err, "following logs of pod web")
 		line, err := bufio.NewReader(stream).ReadString('\n')
 		_ = stream.Close() // one line was all this test follows
-		if err != nil || !strings.Contains(line, "podserver listening") {
-			t.Fatalf("first followed line = %q, %v", line, err)
-		}
+		require.NoError(t, err, "first followed line = %q, %v", line, err)
+		require.Contains(t, line, "podserver listening", "first followed line = %q, %v", line, err)
 		// Anyone else is turned away: the kubelet API wants the apiserver's client cert.
 		// It skips verifying the kubelet's certificate on purpose: the client certificate it
 		// lacks is what must be refused.
 		insecure := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // G402: see above
 		if resp, err := insecure.Get(c.kubeletURL + "/containerLogs/" + testNamespace + "/web/podserver"); err == nil {
 			_ = resp.Body.Close()
-			t.Fatalf("kubelet API served logs to a client without a certificate: %s", resp.Status)
+			require.Failf(t, "kubelet API served logs to a client without a certificate", "status %s", resp.Status)
 		}
 		tail := int64(1)
 		raw, err = c.client.CoreV1().Pods(testNamespace).GetLogs("web", &corev1.PodLogOptions{Container: "podserver", TailLines: &tail}).DoRaw(ctx)
-		if err != nil || strings.Count(string(raw), "\n") != 1 {
-			t.Fatalf("tailLines=1 logs = %q, %v", raw, err)
-		}
+		require.NoError(t, err, "tailLines=1 logs = %q, %v", raw, err)
+		require.Equal(t, 1, strings.Count(string(raw), "\n"), "tailLines=1 logs = %q, %v", raw, err)
 	})
 
 	t.Run("a crashing container restarts with back-off", func(t *testing.T) {
@@ -234,16 +199,13 @@ func TestProcessNode(t *testing.T) {
 			return sawBackOff && cs.RestartCount >= 2
 		})
 		last := p.Status.ContainerStatuses[0].LastTerminationState.Terminated
-		if last == nil || last.ExitCode != 3 || last.Reason != "Error" {
-			t.Fatalf("lastState.terminated = %+v, want exit code 3 (Error)", last)
-		}
-		if p.Status.Phase != corev1.PodRunning {
-			t.Fatalf("phase of a restarting pod = %s, want Running", p.Status.Phase)
-		}
+		require.NotNil(t, last, "lastState.terminated = %+v, want exit code 3 (Error)", last)
+		require.Equal(t, int32(3), last.ExitCode, "lastState.terminated = %+v, want exit code 3 (Error)", last)
+		require.Equal(t, "Error", last.Reason, "lastState.terminated = %+v, want exit code 3 (Error)", last)
+		require.Equal(t, corev1.PodRunning, p.Status.Phase, "phase of a restarting pod = %s, want Running", p.Status.Phase)
 		raw, err := c.client.CoreV1().Pods(testNamespace).GetLogs("crasher", &corev1.PodLogOptions{Previous: true}).DoRaw(ctx)
-		if err != nil || !strings.Contains(string(raw), "podserver exiting with 3") {
-			t.Fatalf("previous logs = %q, %v", raw, err)
-		}
+		require.NoError(t, err, "previous logs = %q, %v", raw, err)
+		require.Contains(t, string(raw), "podserver exiting with 3", "previous logs = %q, %v", raw, err)
 		deletePodAndWait(t, c, "crasher")
 	})
 
@@ -269,13 +231,12 @@ func TestProcessNode(t *testing.T) {
 		mustSucceed(t, objErr(c.client.CoreV1().Pods(testNamespace).Create(ctx, pod, metav1.CreateOptions{})))
 		waitForEvent(t, c, "waiter", "FailedMount", `MountVolume.SetUp failed for volume "later" : secrets "later" not found`)
 		p, err := c.client.CoreV1().Pods(testNamespace).Get(ctx, "waiter", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Status.Phase != corev1.PodPending || len(p.Status.ContainerStatuses) == 0 ||
-			p.Status.ContainerStatuses[0].State.Waiting == nil || p.Status.ContainerStatuses[0].State.Waiting.Reason != "ContainerCreating" {
-			t.Fatalf("pod with a missing Secret: phase %s statuses %+v, want Pending/ContainerCreating", p.Status.Phase, p.Status.ContainerStatuses)
-		}
+		require.NoError(t, err)
+		msg := []any{"pod with a missing Secret: phase %s statuses %+v, want Pending/ContainerCreating", p.Status.Phase, p.Status.ContainerStatuses}
+		require.Equal(t, corev1.PodPending, p.Status.Phase, msg...)
+		require.NotEmpty(t, p.Status.ContainerStatuses, msg...)
+		require.NotNil(t, p.Status.ContainerStatuses[0].State.Waiting, msg...)
+		require.Equal(t, "ContainerCreating", p.Status.ContainerStatuses[0].State.Waiting.Reason, msg...)
 		mustSucceed(t, objErr(c.client.CoreV1().Secrets(testNamespace).Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "later"}, Data: map[string][]byte{"k": []byte("v")},
 		}, metav1.CreateOptions{})))
@@ -291,9 +252,8 @@ func TestProcessNode(t *testing.T) {
 				p.Status.ContainerStatuses[0].State.Waiting.Reason == "ImageNotMapped"
 		})
 		msg := p.Status.ContainerStatuses[0].State.Waiting.Message
-		if !strings.Contains(msg, `"example.com/not-mapped:1.0"`) || !strings.Contains(msg, c.imagesFile) {
-			t.Fatalf("ImageNotMapped message %q names neither the image nor the map file %s", msg, c.imagesFile)
-		}
+		require.Contains(t, msg, `"example.com/not-mapped:1.0"`, "ImageNotMapped message %q names neither the image nor the map file %s", msg, c.imagesFile)
+		require.Contains(t, msg, c.imagesFile, "ImageNotMapped message %q names neither the image nor the map file %s", msg, c.imagesFile)
 		deletePodAndWait(t, c, "unmapped")
 	})
 
@@ -304,9 +264,7 @@ func TestProcessNode(t *testing.T) {
 		p := waitForPod(t, c, "unscheduled", 30*time.Second, "bound and running", func(p *corev1.Pod) bool {
 			return p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning
 		})
-		if p.Spec.NodeName != testNodeName {
-			t.Fatalf("bound to %q, want %s", p.Spec.NodeName, testNodeName)
-		}
+		require.Equal(t, testNodeName, p.Spec.NodeName, "bound to %q, want %s", p.Spec.NodeName, testNodeName)
 		deletePodAndWait(t, c, "unscheduled")
 	})
 
@@ -338,9 +296,8 @@ func TestProcessNode(t *testing.T) {
 			return len(now) == 2 && allRunning(now), fmt.Sprintf("%d pods", len(now))
 		})
 		for _, pid := range before {
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !os.IsNotExist(err) {
-				t.Errorf("process %d of a replaced pod still exists", pid)
-			}
+			_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+			assert.True(t, os.IsNotExist(err), "process %d of a replaced pod still exists", pid)
 		}
 		mustSucceed(t, objErr(deployments.Patch(ctx, "fleet", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{})))
 		eventually(t, 60*time.Second, "scale to 0 to remove every pod", func() (bool, string) {
@@ -352,9 +309,8 @@ func TestProcessNode(t *testing.T) {
 	t.Run("deleting the pod kills the process and the Service refuses connections", func(t *testing.T) {
 		pid := containerPID(t, web)
 		deletePodAndWait(t, c, "web")
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !os.IsNotExist(err) {
-			t.Fatalf("process %d of the deleted pod still exists", pid)
-		}
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		require.True(t, os.IsNotExist(err), "process %d of the deleted pod still exists", pid)
 		eventually(t, 20*time.Second, "dialing "+serviceAddr+" to be refused", func() (bool, string) {
 			conn, err := net.DialTimeout("tcp", serviceAddr, 2*time.Second)
 			if err == nil {
@@ -371,32 +327,25 @@ func TestProcessNode(t *testing.T) {
 		running := waitForPod(t, c, "web", 60*time.Second, "Ready", isPodReady)
 		pid := containerPID(t, running)
 		veth, _ := vethNames(testNodeName, string(running.UID))
-		if err := c.stopNodeAndWait(); err != nil {
-			t.Fatalf("process node returned %v", err)
-		}
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !os.IsNotExist(err) {
-			t.Errorf("pod process %d survived the node", pid)
-		}
+		require.NoError(t, c.stopNodeAndWait(), "process node returned")
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		assert.True(t, os.IsNotExist(err), "pod process %d survived the node", pid)
 		for _, link := range []string{bridgeNameFor(testNodeName), veth} {
-			if _, err := netlink.LinkByName(link); err == nil {
-				t.Errorf("link %s survived the node", link)
-			}
+			_, err := netlink.LinkByName(link)
+			require.Error(t, err, "link %s survived the node", link)
 		}
 		for _, p := range []string{configMountPath, optionalMountPath, mountRoot, scratchMountPath,
 			filepath.Join(c.stateDir, "pods"), filepath.Join(c.stateDir, "netns")} {
-			if _, err := os.Stat(p); !os.IsNotExist(err) {
-				t.Errorf("%s survived the node (stat err %v)", p, err)
-			}
+			_, err := os.Stat(p)
+			assert.True(t, os.IsNotExist(err), "%s survived the node (stat err %v)", p, err)
 		}
-		if mounts := mountsUnder(t, c.stateDir); len(mounts) > 0 {
-			t.Errorf("mounts survived the node: %v", mounts)
-		}
+		mounts := mountsUnder(t, c.stateDir)
+		assert.Empty(t, mounts, "mounts survived the node: %v", mounts)
 		_, svcNet, _ := net.ParseCIDR(testServiceCIDR)
 		_, podNet, _ := net.ParseCIDR(testPodCIDR)
 		for _, l := range tcpListeners(t) {
-			if svcNet.Contains(l.IP) || podNet.Contains(l.IP) {
-				t.Errorf("listener %s survived the node", l)
-			}
+			assert.False(t, svcNet.Contains(l.IP), "listener %s survived the node", l)
+			assert.False(t, podNet.Contains(l.IP), "listener %s survived the node", l)
 		}
 	})
 }
@@ -446,9 +395,7 @@ func simplePod(name, image string, args ...string) *corev1.Pod {
 
 func mustSucceed(t *testing.T, err error) {
 	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 }
 
 // objErr drops the object a client call returns, keeping its error.
@@ -465,9 +412,7 @@ func waitForPod(t *testing.T, c *testCluster, name string, timeout time.Duration
 		last = p
 		return cond(p), fmt.Sprintf("status %+v", p.Status), nil
 	})
-	if err != nil {
-		t.Fatalf("%v\nevents:\n%s", err, podEvents(c, name))
-	}
+	require.NoError(t, err, "%v\nevents:\n%s", err, podEvents(c, name))
 	return last
 }
 
@@ -499,9 +444,7 @@ func podEvents(c *testCluster, pod string) string {
 func deletePodAndWait(t *testing.T, c *testCluster, name string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := c.client.CoreV1().Pods(testNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-		t.Fatalf("deleting pod %s: %v", name, err)
-	}
+	require.NoError(t, c.client.CoreV1().Pods(testNamespace).Delete(ctx, name, metav1.DeleteOptions{}), "deleting pod %s", name)
 	eventually(t, 30*time.Second, "pod "+name+" to be gone", func() (bool, string) {
 		_, err := c.client.CoreV1().Pods(testNamespace).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
@@ -514,9 +457,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 		ok, detail := cond()
 		return ok, detail, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 }
 
 func isPodReady(p *corev1.Pod) bool { return hasCondition(p, corev1.PodReady) }
@@ -542,18 +483,14 @@ func nodeReady(n *corev1.Node) bool {
 func podGet(t *testing.T, pod *corev1.Pod, path string) string {
 	t.Helper()
 	body, code := podGetStatus(t, pod, path)
-	if code != http.StatusOK {
-		t.Fatalf("GET %s on pod %s: status %d: %s", path, pod.Name, code, body)
-	}
+	require.Equal(t, http.StatusOK, code, "GET %s on pod %s: status %d: %s", path, pod.Name, code, body)
 	return body
 }
 
 func podGetStatus(t *testing.T, pod *corev1.Pod, path string) (string, int) {
 	t.Helper()
 	resp, err := http.Get("http://" + net.JoinHostPort(pod.Status.PodIP, "8080") + path)
-	if err != nil {
-		t.Fatalf("GET %s on pod %s: %v", path, pod.Name, err)
-	}
+	require.NoError(t, err, "GET %s on pod %s", path, pod.Name)
 	defer func() { _ = resp.Body.Close() }() // read to the end below
 	body, _ := io.ReadAll(resp.Body)
 	return string(body), resp.StatusCode
@@ -584,9 +521,7 @@ func containerPID(t *testing.T, pod *corev1.Pod) int {
 	t.Helper()
 	id := pod.Status.ContainerStatuses[0].ContainerID
 	pid, err := strconv.Atoi(strings.TrimPrefix(id, "process://"))
-	if err != nil {
-		t.Fatalf("container ID %q does not carry a pid", id)
-	}
+	require.NoError(t, err, "container ID %q does not carry a pid", id)
 	return pid
 }
 
@@ -594,9 +529,7 @@ func containerPID(t *testing.T, pod *corev1.Pod) int {
 func mountsUnder(t *testing.T, dir string) []string {
 	t.Helper()
 	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer func() { _ = f.Close() }() // read only
 	var out []string
 	sc := bufio.NewScanner(f)
@@ -614,9 +547,7 @@ func mountsUnder(t *testing.T, dir string) []string {
 func tcpListeners(t *testing.T) []*net.TCPAddr {
 	t.Helper()
 	l, err := readTCPListeners()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return l
 }
 
@@ -647,9 +578,7 @@ func readTCPListeners() ([]*net.TCPAddr, error) {
 func fleetPods(t *testing.T, c *testCluster) map[types.UID]int {
 	t.Helper()
 	pods, err := c.client.CoreV1().Pods(testNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app=fleet"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	out := map[types.UID]int{}
 	for _, p := range pods.Items {
 		pid := 0

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -37,14 +38,10 @@ func TestHTTPProbeSucceedsOn2xx3xxAndFailsOtherwise(t *testing.T) {
 
 	ok := &corev1.Probe{TimeoutSeconds: 1, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 		Path: "/ok", Port: intstr.FromString("http"), HTTPHeaders: []corev1.HTTPHeader{{Name: "X-Check", Value: "yes"}}}}}
-	if err := probeOnce(context.Background(), ok, target); err != nil {
-		t.Fatalf("probe of /ok via the named port: %v", err)
-	}
+	require.NoError(t, probeOnce(context.Background(), ok, target), "probe of /ok via the named port")
 	bad := &corev1.Probe{TimeoutSeconds: 1, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/bad", Port: intstr.FromString("http")}}}
 	err := probeOnce(context.Background(), bad, target)
-	if err == nil || !strings.Contains(err.Error(), "statuscode: 503") {
-		t.Fatalf("probe of /bad = %v, want a 503 failure", err)
-	}
+	require.ErrorContains(t, err, "statuscode: 503", "probe of /bad = %v, want a 503 failure", err)
 }
 
 func TestHTTPSProbeDoesNotVerifyCertificates(t *testing.T) {
@@ -52,28 +49,19 @@ func TestHTTPSProbeDoesNotVerifyCertificates(t *testing.T) {
 	defer srv.Close()
 	p := &corev1.Probe{TimeoutSeconds: 1, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 		Path: "/", Port: intstr.FromInt(serverPort(t, srv)), Scheme: corev1.URISchemeHTTPS}}}
-	if err := probeOnce(context.Background(), p, probeTarget{podIP: "127.0.0.1", container: &corev1.Container{}}); err != nil {
-		t.Fatalf("HTTPS probe against a self-signed server: %v", err)
-	}
+	require.NoError(t, probeOnce(context.Background(), p, probeTarget{podIP: "127.0.0.1", container: &corev1.Container{}}), "HTTPS probe against a self-signed server")
 }
 
 func TestTCPProbe(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
 	target := probeTarget{podIP: "127.0.0.1", container: &corev1.Container{}}
 	p := &corev1.Probe{TimeoutSeconds: 1, ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(port)}}}
-	if err := probeOnce(context.Background(), p, target); err != nil {
-		t.Fatalf("TCP probe of a listener: %v", err)
-	}
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := probeOnce(context.Background(), p, target); err == nil || !strings.Contains(err.Error(), "connection refused") {
-		t.Fatalf("TCP probe of a closed port = %v, want connection refused", err)
-	}
+	require.NoError(t, probeOnce(context.Background(), p, target), "TCP probe of a listener")
+	require.NoError(t, ln.Close())
+	err = probeOnce(context.Background(), p, target)
+	require.ErrorContains(t, err, "connection refused", "TCP probe of a closed port = %v, want connection refused", err)
 }
 
 func TestProbeStateAppliesThresholds(t *testing.T) {
@@ -83,14 +71,9 @@ func TestProbeStateAppliesThresholds(t *testing.T) {
 		ok, want bool
 	}{{true, false}, {true, true}, {false, true}, {false, true}, {false, false}, {true, false}, {true, true}}
 	for i, s := range steps {
-		if got := readiness.observe(s.ok); got != s.want {
-			t.Fatalf("step %d (ok=%v): ready=%v, want %v", i, s.ok, got, s.want)
-		}
+		got := readiness.observe(s.ok)
+		require.Equal(t, s.want, got, "step %d (ok=%v): ready=%v, want %v", i, s.ok, got, s.want)
 	}
-	if !newProbeState(p, livenessProbe).healthy {
-		t.Fatal("a liveness probe must start healthy")
-	}
-	if newProbeState(p, startupProbe).healthy {
-		t.Fatal("a startup probe must start unproven")
-	}
+	require.True(t, newProbeState(p, livenessProbe).healthy, "a liveness probe must start healthy")
+	require.False(t, newProbeState(p, startupProbe).healthy, "a startup probe must start unproven")
 }

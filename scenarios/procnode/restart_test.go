@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -32,17 +33,14 @@ func TestCrashingContainerRestartsWithKubeletBackOff(t *testing.T) {
 	for range 5 {
 		got = append(got, crash(time.Second))
 	}
-	if want := []time.Duration{0, 10 * time.Second, 20 * time.Second, 40 * time.Second, 40 * time.Second}; !slices.Equal(got, want) {
-		t.Fatalf("back-off sequence = %v, want %v", got, want)
-	}
-	if d := crash(2*40*time.Second + time.Second); d != 0 {
-		t.Fatalf("after a run longer than twice the max, back-off = %v, want an immediate restart", d)
-	}
-	if d := crash(time.Second); d != 10*time.Second {
-		t.Fatalf("after a reset the next crash waits %v, want 10s", d)
-	}
-	want := corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s restarting failed container=op pod=op-0_ns(uid-1)"}
-	if r.waiting == nil || *r.waiting != want || r.restartCount != 7 {
-		t.Fatalf("waiting = %+v, restartCount = %d; want %+v and 7", r.waiting, r.restartCount, want)
-	}
+	want := []time.Duration{0, 10 * time.Second, 20 * time.Second, 40 * time.Second, 40 * time.Second}
+	require.True(t, slices.Equal(got, want), "back-off sequence = %v, want %v", got, want)
+	d := crash(2*40*time.Second + time.Second)
+	require.Zero(t, d, "after a run longer than twice the max, back-off = %v, want an immediate restart", d)
+	d = crash(time.Second)
+	require.Equal(t, 10*time.Second, d, "after a reset the next crash waits %v, want 10s", d)
+	wantWaiting := corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s restarting failed container=op pod=op-0_ns(uid-1)"}
+	require.NotNil(t, r.waiting, "waiting = %+v, restartCount = %d; want %+v and 7", r.waiting, r.restartCount, wantWaiting)
+	require.Equal(t, wantWaiting, *r.waiting, "waiting = %+v, restartCount = %d; want %+v and 7", r.waiting, r.restartCount, wantWaiting)
+	require.Equal(t, int32(7), r.restartCount, "waiting = %+v, restartCount = %d; want %+v and 7", r.waiting, r.restartCount, wantWaiting)
 }

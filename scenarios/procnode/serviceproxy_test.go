@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,13 +47,9 @@ func newProxyFixture(t *testing.T, fromSlices bool) *proxyFixture {
 func freeServicePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", net.JoinHostPort(proxyTestIP, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.Close())
 	return port
 }
 
@@ -108,21 +105,21 @@ func TestServiceProxyListensOnlyWhileAnEndpointIsReady(t *testing.T) {
 
 	_ = f.slices.Add(slice(ip, port, false))
 	f.proxy.reconcile()
-	if _, err := get(t, addr); err == nil || !strings.HasSuffix(err.Error(), "connect: connection refused") {
-		t.Fatalf("with no ready endpoint: %v, want connect: connection refused", err)
-	}
+	_, err := get(t, addr)
+	require.Error(t, err, "with no ready endpoint: %v, want connect: connection refused", err)
+	require.True(t, strings.HasSuffix(err.Error(), "connect: connection refused"), "with no ready endpoint: %v, want connect: connection refused", err)
 
 	_ = f.slices.Update(slice(ip, port, true))
 	f.proxy.reconcile()
-	if body, err := get(t, addr); err != nil || body != "from the pod" {
-		t.Fatalf("with a ready endpoint: %q, %v", body, err)
-	}
+	body, err := get(t, addr)
+	require.NoError(t, err, "with a ready endpoint: %q, %v", body, err)
+	require.Equal(t, "from the pod", body, "with a ready endpoint: %q, %v", body, err)
 
 	_ = f.slices.Delete(slice(ip, port, true))
 	f.proxy.reconcile()
-	if _, err := get(t, addr); err == nil || !strings.HasSuffix(err.Error(), "connect: connection refused") {
-		t.Fatalf("after the endpoint went away: %v, want connect: connection refused", err)
-	}
+	_, err = get(t, addr)
+	require.Error(t, err, "after the endpoint went away: %v, want connect: connection refused", err)
+	require.True(t, strings.HasSuffix(err.Error(), "connect: connection refused"), "after the endpoint went away: %v, want connect: connection refused", err)
 }
 
 func TestServiceProxyIgnoresClusterIPsOutsideItsRange(t *testing.T) {
@@ -131,9 +128,8 @@ func TestServiceProxyIgnoresClusterIPsOutsideItsRange(t *testing.T) {
 	svc.Spec.ClusterIP = "10.96.0.10"
 	_ = f.services.Add(svc)
 	_ = f.slices.Add(slice("10.244.0.5", 9443, true))
-	if got := f.proxy.desired(); len(got) != 0 {
-		t.Fatalf("desired listeners for a ClusterIP outside the range: %v", got)
-	}
+	got := f.proxy.desired()
+	require.Empty(t, got, "desired listeners for a ClusterIP outside the range: %v", got)
 }
 
 func TestServiceProxyWithoutSlicesResolvesNamedTargetPortsFromPods(t *testing.T) {
@@ -150,14 +146,14 @@ func TestServiceProxyWithoutSlicesResolvesNamedTargetPortsFromPods(t *testing.T)
 	_ = f.pods.Add(pod)
 	f.proxy.reconcile()
 	addr := net.JoinHostPort(proxyTestIP, strconv.Itoa(svcPort))
-	if body, err := get(t, addr); err != nil || body != "host-network pod" {
-		t.Fatalf("through the Service: %q, %v", body, err)
-	}
+	body, err := get(t, addr)
+	require.NoError(t, err, "through the Service: %q, %v", body, err)
+	require.Equal(t, "host-network pod", body, "through the Service: %q, %v", body, err)
 	terminating := pod.DeepCopy()
 	terminating.DeletionTimestamp = ptr.To(metav1.Now())
 	_ = f.pods.Update(terminating)
 	f.proxy.reconcile()
-	if _, err := get(t, addr); err == nil || !strings.HasSuffix(err.Error(), "connect: connection refused") {
-		t.Fatalf("with only a terminating pod: %v, want connect: connection refused", err)
-	}
+	_, err = get(t, addr)
+	require.Error(t, err, "with only a terminating pod: %v, want connect: connection refused", err)
+	require.True(t, strings.HasSuffix(err.Error(), "connect: connection refused"), "with only a terminating pod: %v, want connect: connection refused", err)
 }

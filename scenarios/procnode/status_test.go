@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -42,18 +44,15 @@ func TestStatusOfARunningReadyContainer(t *testing.T) {
 	w.runs["op"] = &containerRun{name: "op", everStarted: true, ready: true, started: true,
 		proc: &containerProcess{pid: 42, started: time.Now()}}
 	s := w.buildStatus(w.pod.Status)
-	if s.Phase != corev1.PodRunning || s.PodIP != "10.244.0.2" || s.HostIP != "127.0.0.1" {
-		t.Fatalf("phase %s podIP %s hostIP %s", s.Phase, s.PodIP, s.HostIP)
-	}
+	require.Equal(t, corev1.PodRunning, s.Phase, "phase %s podIP %s hostIP %s", s.Phase, s.PodIP, s.HostIP)
+	require.Equal(t, "10.244.0.2", s.PodIP, "phase %s podIP %s hostIP %s", s.Phase, s.PodIP, s.HostIP)
+	require.Equal(t, "127.0.0.1", s.HostIP, "phase %s podIP %s hostIP %s", s.Phase, s.PodIP, s.HostIP)
 	for _, ct := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
-		if got := condition(s, ct); got != corev1.ConditionTrue {
-			t.Errorf("condition %s = %q, want True", ct, got)
-		}
+		got := condition(s, ct)
+		assert.Equal(t, corev1.ConditionTrue, got, "condition %s = %q, want True", ct, got)
 	}
 	cs := s.ContainerStatuses[0]
-	if !cs.Ready || cs.State.Running == nil || cs.ContainerID != "process://42" {
-		t.Fatalf("container status %+v", cs)
-	}
+	require.False(t, !cs.Ready || cs.State.Running == nil || cs.ContainerID != "process://42", "container status %+v", cs)
 }
 
 func TestStatusOfAContainerInBackOff(t *testing.T) {
@@ -62,17 +61,14 @@ func TestStatusOfAContainerInBackOff(t *testing.T) {
 		waiting:  &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 20s"},
 		lastTerm: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error"}}
 	s := w.buildStatus(w.pod.Status)
-	if s.Phase != corev1.PodRunning {
-		t.Fatalf("phase of a restarting pod = %s, want Running (as kubelet reports)", s.Phase)
-	}
-	if condition(s, corev1.PodReady) != corev1.ConditionFalse {
-		t.Fatalf("Ready = %s, want False", condition(s, corev1.PodReady))
-	}
+	require.Equal(t, corev1.PodRunning, s.Phase, "phase of a restarting pod = %s, want Running (as kubelet reports)", s.Phase)
+	require.Equal(t, corev1.ConditionFalse, condition(s, corev1.PodReady), "Ready = %s, want False", condition(s, corev1.PodReady))
 	cs := s.ContainerStatuses[0]
-	if cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" || cs.RestartCount != 3 ||
-		cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 2 {
-		t.Fatalf("container status %+v", cs)
-	}
+	require.NotNil(t, cs.State.Waiting, "container status %+v", cs)
+	require.Equal(t, "CrashLoopBackOff", cs.State.Waiting.Reason, "container status %+v", cs)
+	require.Equal(t, int32(3), cs.RestartCount, "container status %+v", cs)
+	require.NotNil(t, cs.LastTerminationState.Terminated, "container status %+v", cs)
+	require.Equal(t, int32(2), cs.LastTerminationState.Terminated.ExitCode, "container status %+v", cs)
 }
 
 func TestStatusOfCompletedContainers(t *testing.T) {
@@ -84,9 +80,8 @@ func TestStatusOfCompletedContainers(t *testing.T) {
 		w.runs["op"] = &containerRun{name: "op", everStarted: true, completed: true,
 			lastTerm: &corev1.ContainerStateTerminated{ExitCode: tc.code}}
 		s := w.buildStatus(w.pod.Status)
-		if s.Phase != tc.want || s.ContainerStatuses[0].State.Terminated == nil {
-			t.Errorf("exit %d: phase %s state %+v, want %s and terminated", tc.code, s.Phase, s.ContainerStatuses[0].State, tc.want)
-		}
+		assert.Equal(t, tc.want, s.Phase, "exit %d: phase %s state %+v, want %s and terminated", tc.code, s.Phase, s.ContainerStatuses[0].State, tc.want)
+		assert.NotNil(t, s.ContainerStatuses[0].State.Terminated, "exit %d: phase %s state %+v, want %s and terminated", tc.code, s.Phase, s.ContainerStatuses[0].State, tc.want)
 	}
 }
 
@@ -95,27 +90,16 @@ func TestStatusPatchIsGuardedByUIDAndKeepsOthersConditions(t *testing.T) {
 	w.runs["op"] = &containerRun{name: "op", everStarted: true, ready: true, started: true,
 		proc: &containerProcess{pid: 7, started: time.Now()}}
 	patch, err := statusPatch(w.pod, w.buildStatus(w.pod.Status))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var m map[string]any
-	if err := json.Unmarshal(patch, &m); err != nil {
-		t.Fatal(err)
-	}
-	if m["metadata"].(map[string]any)["uid"] != "uid-1" {
-		t.Fatalf("patch %s lacks the uid precondition", patch)
-	}
+	require.NoError(t, json.Unmarshal(patch, &m))
+	require.Equal(t, "uid-1", m["metadata"].(map[string]any)["uid"], "patch %s lacks the uid precondition", patch)
 	// Apply it as the apiserver would and check nothing we do not own is lost.
 	old, _ := json.Marshal(w.pod)
 	merged, err := strategicpatch.StrategicMergePatch(old, patch, corev1.Pod{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var got corev1.Pod
-	if err := json.Unmarshal(merged, &got); err != nil {
-		t.Fatal(err)
-	}
-	if condition(got.Status, corev1.PodScheduled) != corev1.ConditionTrue || condition(got.Status, corev1.PodReady) != corev1.ConditionTrue {
-		t.Fatalf("patched conditions %+v, want PodScheduled kept and Ready added", got.Status.Conditions)
-	}
+	require.NoError(t, json.Unmarshal(merged, &got))
+	require.Equal(t, corev1.ConditionTrue, condition(got.Status, corev1.PodScheduled), "patched conditions %+v, want PodScheduled kept and Ready added", got.Status.Conditions)
+	require.Equal(t, corev1.ConditionTrue, condition(got.Status, corev1.PodReady), "patched conditions %+v, want PodScheduled kept and Ready added", got.Status.Conditions)
 }

@@ -2,11 +2,13 @@ package procnode
 
 import (
 	"context"
-	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,53 +43,41 @@ func TestSecretVolumeProjectsAllKeysOrSelectedItems(t *testing.T) {
 		}}},
 	)
 	paths, err := setUpVolumes(context.Background(), testObjects(), pod, root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, name := range []string{"tls.crt", "tls.key", "ca.crt"} {
-		if _, err := os.Stat(filepath.Join(paths["all"], name)); err != nil {
-			t.Errorf("volume all lacks %s: %v", name, err)
-		}
+		_, err := os.Stat(filepath.Join(paths["all"], name))
+		require.NoError(t, err, "volume all lacks %s", name)
 	}
-	if got := readVolumeFile(t, paths["some"], "tls.cert"); got != "CERT" {
-		t.Errorf("some/tls.cert = %q", got)
-	}
-	if _, err := os.Stat(filepath.Join(paths["some"], "ca.crt")); !os.IsNotExist(err) {
-		t.Errorf("volume with items also holds unlisted key ca.crt")
-	}
+	got := readVolumeFile(t, paths["some"], "tls.cert")
+	assert.Equal(t, "CERT", got, "some/tls.cert = %q", got)
+	_, err = os.Stat(filepath.Join(paths["some"], "ca.crt"))
+	assert.True(t, os.IsNotExist(err), "volume with items also holds unlisted key ca.crt")
 	for file, mode := range map[string]os.FileMode{"tls.cert": 0o440, "keys/tls.key": 0o400} {
 		info, err := os.Stat(filepath.Join(paths["some"], file))
-		if err != nil || info.Mode().Perm() != mode {
-			t.Errorf("mode of %s = %v (%v), want %v", file, info.Mode().Perm(), err, mode)
-		}
+		require.NoError(t, err, "mode of %s", file)
+		assert.Equal(t, mode, info.Mode().Perm(), "mode of %s = %v, want %v", file, info.Mode().Perm(), mode)
 	}
 }
 
 func TestMissingSecretHonoursOptional(t *testing.T) {
 	optional := volumePod(corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "absent", Optional: ptr.To(true)}}})
 	paths, err := setUpVolumes(context.Background(), testObjects(), optional, t.TempDir())
-	if err != nil {
-		t.Fatalf("optional missing Secret: %v", err)
-	}
-	if _, err := os.Readlink(filepath.Join(paths["v"], dataDirName)); err != nil {
-		t.Fatalf("optional missing Secret gives no (empty) volume: %v", err)
-	}
+	require.NoError(t, err, "optional missing Secret")
+	_, err = os.Readlink(filepath.Join(paths["v"], dataDirName))
+	require.NoError(t, err, "optional missing Secret gives no (empty) volume")
 
 	required := volumePod(corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "absent"}}})
 	_, err = setUpVolumes(context.Background(), testObjects(), required, t.TempDir())
 	var notReady *errVolumeNotReady
-	if !errors.As(err, &notReady) || !apierrors.IsNotFound(err) {
-		t.Fatalf("required missing Secret: err %v, want errVolumeNotReady wrapping NotFound", err)
-	}
-	if want := `MountVolume.SetUp failed for volume "v" : secrets "absent" not found`; err.Error() != want {
-		t.Fatalf("message %q, want %q", err.Error(), want)
-	}
+	require.ErrorAs(t, err, &notReady, "required missing Secret: err %v, want errVolumeNotReady wrapping NotFound", err)
+	require.True(t, apierrors.IsNotFound(err), "required missing Secret: err %v, want errVolumeNotReady wrapping NotFound", err)
+	want := `MountVolume.SetUp failed for volume "v" : secrets "absent" not found`
+	require.Equal(t, want, err.Error(), "message %q, want %q", err, want)
 
 	missingKey := volumePod(corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 		SecretName: "certs", Items: []corev1.KeyToPath{{Key: "nope", Path: "nope"}}}}})
-	if _, err := setUpVolumes(context.Background(), testObjects(), missingKey, t.TempDir()); err == nil {
-		t.Fatal("a missing key of a non-optional Secret was accepted")
-	}
+	_, err = setUpVolumes(context.Background(), testObjects(), missingKey, t.TempDir())
+	require.Error(t, err, "a missing key of a non-optional Secret was accepted")
 }
 
 func TestProjectedServiceAccountVolume(t *testing.T) {
@@ -106,30 +96,24 @@ func TestProjectedServiceAccountVolume(t *testing.T) {
 	}}})
 	objs := testObjects()
 	paths, err := setUpVolumes(context.Background(), objs, pod, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	dir := paths["kube-api-access"]
 	for file, want := range map[string]string{"token": "token-for-ns/op--3607", "ca.crt": "ROOT", "namespace": "ns", "app": "op"} { //nolint:gosec // G101: the fake token of the test's fake object source
-		if got := readVolumeFile(t, dir, file); got != want {
-			t.Errorf("%s = %q, want %q", file, got, want)
-		}
+		got := readVolumeFile(t, dir, file)
+		assert.Equal(t, want, got, "%s = %q, want %q", file, got, want)
 	}
 }
 
 func TestEmptyDirIsWorldWritableAndUnsupportedKindsAreNamed(t *testing.T) {
 	pod := volumePod(corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	paths, err := setUpVolumes(context.Background(), testObjects(), pod, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info, err := os.Stat(paths["scratch"]); err != nil || info.Mode().Perm() != 0o777 {
-		t.Fatalf("emptyDir mode = %v (%v), want 0777", info.Mode().Perm(), err)
-	}
+	require.NoError(t, err)
+	info, err := os.Stat(paths["scratch"])
+	require.NoError(t, err, "emptyDir mode")
+	require.Equal(t, fs.FileMode(0o777), info.Mode().Perm(), "emptyDir mode = %v, want 0777", info.Mode().Perm())
 	pvc := volumePod(corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "d"}}})
 	_, err = setUpVolumes(context.Background(), testObjects(), pvc, t.TempDir())
 	var unsupported *errVolumeUnsupported
-	if !errors.As(err, &unsupported) || unsupported.kind != "persistentVolumeClaim" {
-		t.Fatalf("PVC volume: %v, want errVolumeUnsupported naming persistentVolumeClaim", err)
-	}
+	require.ErrorAs(t, err, &unsupported, "PVC volume: %v, want errVolumeUnsupported naming persistentVolumeClaim", err)
+	require.Equal(t, "persistentVolumeClaim", unsupported.kind, "PVC volume: %v, want errVolumeUnsupported naming persistentVolumeClaim", err)
 }
