@@ -18,6 +18,7 @@ import (
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	cmclient "github.com/cert-manager/cert-manager/pkg/client/clientset/versioned"
+	"github.com/stretchr/testify/require"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/certmanager"
 	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
@@ -37,9 +38,7 @@ func TestCertManager(t *testing.T) {
 		WithLabel("provider", "local").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			_, err := kubeClient(t, cfg).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatalf("creating Namespace %s: %v", ns, err)
-			}
+			require.NoError(t, err, "creating Namespace %s", ns)
 			return ctx
 		}).
 		Assess("self-signed Issuer → CA Certificate → CA Issuer → serving Certificate → Secret", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -48,9 +47,7 @@ func TestCertManager(t *testing.T) {
 			certs := cm.CertmanagerV1().Certificates(ns)
 			create := func(what string, err error) {
 				t.Helper()
-				if err != nil {
-					t.Fatalf("creating %s: %v", what, err)
-				}
+				require.NoError(t, err, "creating %s", what)
 			}
 			_, err := issuers.Create(ctx, &cmv1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: "selfsigned"},
 				Spec: cmv1.IssuerSpec{IssuerConfig: cmv1.IssuerConfig{SelfSigned: &cmv1.SelfSignedIssuer{}}}}, metav1.CreateOptions{})
@@ -67,29 +64,22 @@ func TestCertManager(t *testing.T) {
 					IssuerRef: cmmeta.IssuerReference{Name: "ca", Kind: "Issuer"}}}, metav1.CreateOptions{})
 			create("Certificate "+ns+"/serving", err)
 			for _, name := range []string{"root-ca", "serving"} {
-				if err := certmanager.WaitObjectReady(ctx, restConfig(cfg), cmv1.CertificateKind, ns, name, 60*time.Second); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, certmanager.WaitObjectReady(ctx, restConfig(cfg), cmv1.CertificateKind, ns, name, 60*time.Second))
 			}
 
 			secret, err := kubeClient(t, cfg).CoreV1().Secrets(ns).Get(ctx, "serving-tls", metav1.GetOptions{})
-			if err != nil {
-				t.Fatalf("reading Secret %s/serving-tls: %v", ns, err)
-			}
+			require.NoError(t, err, "reading Secret %s/serving-tls", ns)
 			for _, key := range []string{"tls.crt", "tls.key", "ca.crt"} {
-				if len(secret.Data[key]) == 0 {
-					t.Fatalf("Secret %s/serving-tls has no %s", ns, key)
-				}
+				require.NotEmpty(t, secret.Data[key], "Secret %s/serving-tls has no %s", ns, key)
 			}
 			leaf := parseCert(t, secret.Data["tls.crt"])
 			roots := x509.NewCertPool()
 			roots.AppendCertsFromPEM(secret.Data["ca.crt"])
-			if _, err := leaf.Verify(x509.VerifyOptions{DNSName: dnsName, Roots: roots}); err != nil {
-				t.Fatalf("serving certificate does not verify for %s against the Secret's ca.crt: %v", dnsName, err)
-			}
-			if ca := parseCert(t, secret.Data["ca.crt"]); ca.Subject.CommonName != "gauntlet root CA" || !ca.IsCA {
-				t.Fatalf("ca.crt is %q (CA=%v), want the self-signed root CA", ca.Subject.CommonName, ca.IsCA)
-			}
+			_, err = leaf.Verify(x509.VerifyOptions{DNSName: dnsName, Roots: roots})
+			require.NoError(t, err, "serving certificate does not verify for %s against the Secret's ca.crt", dnsName)
+			ca := parseCert(t, secret.Data["ca.crt"])
+			require.Equal(t, "gauntlet root CA", ca.Subject.CommonName, "ca.crt is %q (CA=%v), want the self-signed root CA", ca.Subject.CommonName, ca.IsCA)
+			require.True(t, ca.IsCA, "ca.crt is %q (CA=%v), want the self-signed root CA", ca.Subject.CommonName, ca.IsCA)
 			return ctx
 		}).
 		Assess("cainjector fills a ValidatingWebhookConfiguration's caBundle from inject-ca-from", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -112,14 +102,10 @@ func TestCertManager(t *testing.T) {
 					AdmissionReviewVersions: []string{"v1"},
 				}},
 			}, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatalf("creating ValidatingWebhookConfiguration %s: %v", name, err)
-			}
+			require.NoError(t, err, "creating ValidatingWebhookConfiguration %s", name)
 			t.Cleanup(func() { _ = vwcs.Delete(context.Background(), name, metav1.DeleteOptions{}) })
 			secret, err := kube.CoreV1().Secrets(ns).Get(ctx, "serving-tls", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			var got []byte
 			err = poll.Until(ctx, "cainjector to fill the caBundle of ValidatingWebhookConfiguration "+name, 30*time.Second, func(ctx context.Context) (bool, string, error) {
 				vwc, err := vwcs.Get(ctx, name, metav1.GetOptions{})
@@ -129,12 +115,8 @@ func TestCertManager(t *testing.T) {
 				got = vwc.Webhooks[0].ClientConfig.CABundle
 				return len(got) > 0, "empty caBundle", nil
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, secret.Data["ca.crt"]) {
-				t.Fatalf("injected caBundle differs from Secret %s/serving-tls ca.crt:\n%s\nwant\n%s", ns, got, secret.Data["ca.crt"])
-			}
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(got, secret.Data["ca.crt"]), "injected caBundle differs from Secret %s/serving-tls ca.crt:\n%s\nwant\n%s", ns, got, secret.Data["ca.crt"])
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -148,21 +130,15 @@ func TestCertManager(t *testing.T) {
 func cmClient(t *testing.T, cfg *envconf.Config) cmclient.Interface {
 	t.Helper()
 	cs, err := cmclient.NewForConfig(restConfig(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return cs
 }
 
 func parseCert(t *testing.T, pemBytes []byte) *x509.Certificate {
 	t.Helper()
 	block, _ := pem.Decode(pemBytes)
-	if block == nil {
-		t.Fatalf("no PEM block in %q", pemBytes)
-	}
+	require.NotNil(t, block, "no PEM block in %q", pemBytes)
 	c, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return c
 }

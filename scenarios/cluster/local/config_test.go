@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestParseConfigRejectsBadFieldsByName(t *testing.T) {
@@ -34,12 +37,9 @@ func TestParseConfigRejectsBadFieldsByName(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(tc.yaml))
-			if err == nil {
-				t.Fatalf("config %q was accepted", tc.yaml)
-			}
-			if !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), tc.msg) {
-				t.Fatalf("error %q does not name field %q with %q", err, tc.field, tc.msg)
-			}
+			require.Error(t, err, "config %q was accepted", tc.yaml)
+			require.Contains(t, err.Error(), tc.field, "error %q does not name field %q with %q", err, tc.field, tc.msg)
+			require.Contains(t, err.Error(), tc.msg, "error %q does not name field %q with %q", err, tc.field, tc.msg)
 		})
 	}
 }
@@ -57,124 +57,82 @@ images: {example.com/op: /usr/local/bin/op}
 certManager: {enabled: true}
 `
 	cfg, err := ParseConfig([]byte(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Complete("dev", nil); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Ports.Kubelet != 21005 || cfg.ServiceCIDR != "127.0.50.0/24" || cfg.PodHostIP() != "10.250.0.1" {
-		t.Fatalf("explicit values were changed: %+v", cfg)
-	}
-	if cfg.CertManager.Namespace != "cert-manager" {
-		t.Fatalf("cert-manager namespace default = %q", cfg.CertManager.Namespace)
-	}
+	require.NoError(t, err)
+	require.NoError(t, cfg.Complete("dev", nil))
+	require.Equal(t, 21005, cfg.Ports.Kubelet, "explicit values were changed: %+v", cfg)
+	require.Equal(t, "127.0.50.0/24", cfg.ServiceCIDR, "explicit values were changed: %+v", cfg)
+	require.Equal(t, "10.250.0.1", cfg.PodHostIP(), "explicit values were changed: %+v", cfg)
+	require.Equal(t, "cert-manager", cfg.CertManager.Namespace, "cert-manager namespace default = %q", cfg.CertManager.Namespace)
 }
 
 func TestCompleteDerivesDistinctSettingsPerName(t *testing.T) {
 	a, b := &Config{}, &Config{}
-	if err := a.Complete("alpha", nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Complete("beta", []*Config{a}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Conflicts([]*Config{a}); err != nil {
-		t.Fatalf("derived settings collide: %v", err)
-	}
+	require.NoError(t, a.Complete("alpha", nil))
+	require.NoError(t, b.Complete("beta", []*Config{a}))
+	require.NoError(t, b.Conflicts([]*Config{a}), "derived settings collide")
 	again := &Config{}
-	if err := again.Complete("alpha", nil); err != nil {
-		t.Fatal(err)
-	}
-	if again.Ports != a.Ports || again.ServiceCIDR != a.ServiceCIDR || again.PodCIDR != a.PodCIDR {
-		t.Fatalf("derivation is not stable: %+v vs %+v", again, a)
-	}
+	require.NoError(t, again.Complete("alpha", nil))
+	require.Equal(t, a.Ports, again.Ports, "derivation is not stable: %+v vs %+v", again, a)
+	require.Equal(t, a.ServiceCIDR, again.ServiceCIDR, "derivation is not stable: %+v vs %+v", again, a)
+	require.Equal(t, a.PodCIDR, again.PodCIDR, "derivation is not stable: %+v vs %+v", again, a)
 }
 
 func TestCompleteSkipsSlotsOfExistingClusters(t *testing.T) {
 	a := &Config{}
-	if err := a.Complete("alpha", nil); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, a.Complete("alpha", nil))
 	// Same name hash, different cluster: "alpha" is taken by another cluster called "other".
 	taken := *a
 	taken.Name = "other"
 	b := &Config{}
-	if err := b.Complete("alpha", []*Config{&taken}); err != nil {
-		t.Fatal(err)
-	}
-	if b.Ports.APIServer == a.Ports.APIServer || b.ServiceCIDR == a.ServiceCIDR || b.PodCIDR == a.PodCIDR {
-		t.Fatalf("slot of an existing cluster reused: %+v", b)
-	}
-	if err := b.Conflicts([]*Config{&taken}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, b.Complete("alpha", []*Config{&taken}))
+	require.NotEqual(t, a.Ports.APIServer, b.Ports.APIServer, "slot of an existing cluster reused: %+v", b)
+	require.NotEqual(t, a.ServiceCIDR, b.ServiceCIDR, "slot of an existing cluster reused: %+v", b)
+	require.NotEqual(t, a.PodCIDR, b.PodCIDR, "slot of an existing cluster reused: %+v", b)
+	require.NoError(t, b.Conflicts([]*Config{&taken}))
 }
 
 func TestConflictsNamesTheCollidingField(t *testing.T) {
 	a := &Config{}
-	if err := a.Complete("alpha", nil); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, a.Complete("alpha", nil))
 	b := &Config{ServiceCIDR: a.ServiceCIDR, Ports: Ports{Kubelet: a.Ports.APIServer}}
-	if err := b.Complete("beta", []*Config{a}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, b.Complete("beta", []*Config{a}))
 	err := b.Conflicts([]*Config{a})
 	for _, want := range []string{`ports.kubelet`, `used by cluster "alpha" (ports.apiServer)`, `serviceCIDR`, `overlaps cluster "alpha"`} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("conflict error %v does not mention %q", err, want)
-		}
+		require.ErrorContains(t, err, want, "conflict error %v does not mention %q", err, want)
 	}
 }
 
 func TestCompleteRejectsNameMismatch(t *testing.T) {
 	cfg := &Config{Name: "dev"}
 	err := cfg.Complete("prod", nil)
-	if err == nil || !strings.Contains(err.Error(), `name: invalid value "dev": does not match the cluster name "prod"`) {
-		t.Fatalf("got %v", err)
-	}
+	require.ErrorContains(t, err, `name: invalid value "dev": does not match the cluster name "prod"`, "got %v", err)
 }
 
 func TestLoadConfigResolvesRelativePaths(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cluster.yaml")
-	if err := os.WriteFile(path, []byte("binaries: {dir: bin}\nimages: {example.com/op: op}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, []byte("binaries: {dir: bin}\nimages: {example.com/op: op}\n"), 0o600))
 	cfg, err := LoadConfig(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Binaries.Dir != filepath.Join(dir, "bin") || cfg.Images["example.com/op"] != filepath.Join(dir, "op") {
-		t.Fatalf("relative paths not resolved against %s: %+v", dir, cfg)
-	}
-	if _, err := LoadConfig(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "reading cluster config") {
-		t.Fatalf("missing file: %v", err)
-	}
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "bin"), cfg.Binaries.Dir, "relative paths not resolved against %s: %+v", dir, cfg)
+	require.Equal(t, filepath.Join(dir, "op"), cfg.Images["example.com/op"], "relative paths not resolved against %s: %+v", dir, cfg)
+	_, err = LoadConfig(filepath.Join(dir, "missing.yaml"))
+	require.ErrorContains(t, err, "reading cluster config", "missing file: %v", err)
 }
 
 func TestRenderKwokConfigCarriesTheRecipe(t *testing.T) {
 	cfg := &Config{}
-	if err := cfg.Complete("recipe", nil); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cfg.Complete("recipe", nil))
 	cfg.Binaries = Binaries{Etcd: "/b/etcd", KubeAPIServer: "/b/kube-apiserver", KubeControllerManager: "/b/kcm", KubeScheduler: "/b/ks", Kubectl: "/b/kubectl"}
 	raw, err := renderKwokConfig(cfg, newLayout("recipe"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, want := range []string{
 		"runtime: binary", "bindAddress: 127.0.0.1", "- kwok-controller",
 		"key: service-cluster-ip-range\n    value: " + cfg.ServiceCIDR,
 		"key: advertise-address\n    value: 127.0.0.1", "key: endpoint-reconciler-type\n    value: none",
 		"- " + cfg.PodHostIP(), "kubeApiserverBinary: /b/kube-apiserver",
 	} {
-		if !strings.Contains(string(raw), want) {
-			t.Errorf("kwokctl config lacks %q:\n%s", want, raw)
-		}
+		assert.Contains(t, string(raw), want, "kwokctl config lacks %q:\n%s", want, raw)
 	}
-	if strings.Count(string(raw), "service-cluster-ip-range") != 2 {
-		t.Errorf("service range must be given to kube-apiserver and kube-controller-manager:\n%s", raw)
-	}
+	assert.Equal(t, 2, strings.Count(string(raw), "service-cluster-ip-range"), "service range must be given to kube-apiserver and kube-controller-manager:\n%s", raw)
 }

@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // workload is what the conformance feature deploys: the test server behind a Service and a
@@ -58,16 +60,11 @@ func TestConformance(t *testing.T) {
 			kube := kubeClient(t, cfg)
 			pod := waitSinglePodReady(ctx, t, kube, w, "")
 			cc, err := provider.Config()
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			ip, err := netip.ParseAddr(pod.Status.PodIP)
-			if err != nil || !netip.MustParsePrefix(cc.PodCIDR).Contains(ip) {
-				t.Fatalf("pod %s has IP %q, want one in the pod range %s", pod.Name, pod.Status.PodIP, cc.PodCIDR)
-			}
-			if pod.Status.Phase != corev1.PodRunning {
-				t.Fatalf("pod %s phase %s, want Running", pod.Name, pod.Status.Phase)
-			}
+			require.NoError(t, err, "pod %s has IP %q, want one in the pod range %s", pod.Name, pod.Status.PodIP, cc.PodCIDR)
+			require.True(t, netip.MustParsePrefix(cc.PodCIDR).Contains(ip), "pod %s has IP %q, want one in the pod range %s", pod.Name, pod.Status.PodIP, cc.PodCIDR)
+			require.Equal(t, corev1.PodRunning, pod.Status.Phase, "pod %s phase %s, want Running", pod.Name, pod.Status.Phase)
 			return ctx
 		}).
 		Assess("the apiserver reaches the Service with TLS ServerName <svc>.<ns>.svc", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -75,24 +72,16 @@ func TestConformance(t *testing.T) {
 			pod := waitSinglePodReady(ctx, t, kube, w, "")
 			err := createConfigMap(ctx, kube, w.ns, "denied", true)
 			want := fmt.Sprintf(`admission webhook %q denied the request: denied by pod %s (tls server name %s)`, w.hook, pod.Name, w.dnsName())
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Fatalf("creating a ConfigMap the webhook denies: got %v, want an error containing %q", err, want)
-			}
-			if err := createConfigMap(ctx, kube, w.ns, "admitted", false); err != nil {
-				t.Fatalf("creating a ConfigMap the webhook allows: %v", err)
-			}
+			require.ErrorContains(t, err, want, "creating a ConfigMap the webhook denies: got %v, want an error containing %q", err, want)
+			require.NoError(t, createConfigMap(ctx, kube, w.ns, "admitted", false), "creating a ConfigMap the webhook allows")
 			return ctx
 		}).
 		Assess("kubectl logs returns the process output", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			pod := waitSinglePodReady(ctx, t, kubeClient(t, cfg), w, "")
 			out, err := kubectl(t, "logs", "-n", w.ns, pod.Name)
-			if err != nil {
-				t.Fatalf("kubectl logs %s/%s: %v\n%s", w.ns, pod.Name, err, out)
-			}
+			require.NoError(t, err, "kubectl logs %s/%s: %v\n%s", w.ns, pod.Name, err, out)
 			for _, want := range []string{"gauntlet-testserver starting pod=" + pod.Name, "request POST /validate"} {
-				if !strings.Contains(out, want) {
-					t.Errorf("kubectl logs output lacks %q:\n%s", want, out)
-				}
+				assert.Contains(t, out, want, "kubectl logs output lacks %q:\n%s", want, out)
 			}
 			return ctx
 		}).
@@ -106,13 +95,9 @@ func TestConformance(t *testing.T) {
 				Error string `json:"error"`
 				Items *int   `json:"items"`
 			}
-			if err := serviceGet(w.clusterIP, 443, w.dnsName(), w.tls.pool, "/api?resource=secrets", &got); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, serviceGet(w.clusterIP, 443, w.dnsName(), w.tls.pool, "/api?resource=secrets", &got))
 			want := fmt.Sprintf(`secrets is forbidden: User "system:serviceaccount:%s:%s" cannot list resource "secrets" in API group "" in the namespace "%s"`, w.ns, w.sa, w.ns)
-			if got.Error != want {
-				t.Fatalf("listing Secrets as the pod's ServiceAccount: got %q, want %q", got.Error, want)
-			}
+			require.Equal(t, want, got.Error, "listing Secrets as the pod's ServiceAccount: got %q, want %q", got.Error, want)
 			grantSecretList(ctx, t, kube, w)
 			err := poll.Until(ctx, "the pod to list Secrets after granting a Role", 15*time.Second, func(ctx context.Context) (bool, string, error) {
 				got.Error, got.Items = "", nil
@@ -121,63 +106,49 @@ func TestConformance(t *testing.T) {
 				}
 				return got.Error == "" && got.Items != nil, fmt.Sprintf("error %q", got.Error), nil
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			return ctx
 		}).
 		Assess("kubectl rollout restart replaces the process", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			kube := kubeClient(t, cfg)
 			old := waitSinglePodReady(ctx, t, kube, w, "")
 			var before whoami
-			if err := serviceGet(w.clusterIP, 443, w.dnsName(), w.tls.pool, "/whoami", &before); err != nil {
-				t.Fatal(err)
-			}
-			if out, err := kubectl(t, "rollout", "restart", "-n", w.ns, "deployment/"+w.name); err != nil {
-				t.Fatalf("kubectl rollout restart: %v\n%s", err, out)
-			}
-			if out, err := kubectl(t, "rollout", "status", "-n", w.ns, "deployment/"+w.name, "--timeout=90s"); err != nil {
-				t.Fatalf("kubectl rollout status: %v\n%s", err, out)
-			}
+			require.NoError(t, serviceGet(w.clusterIP, 443, w.dnsName(), w.tls.pool, "/whoami", &before))
+			out, err := kubectl(t, "rollout", "restart", "-n", w.ns, "deployment/"+w.name)
+			require.NoError(t, err, "kubectl rollout restart: %v\n%s", err, out)
+			out, err = kubectl(t, "rollout", "status", "-n", w.ns, "deployment/"+w.name, "--timeout=90s")
+			require.NoError(t, err, "kubectl rollout status: %v\n%s", err, out)
 			fresh := waitSinglePodReady(ctx, t, kube, w, old.Name)
 			var after whoami
-			err := poll.Until(ctx, "the Service to answer from the new pod "+fresh.Name, 20*time.Second, func(context.Context) (bool, string, error) {
+			err = poll.Until(ctx, "the Service to answer from the new pod "+fresh.Name, 20*time.Second, func(context.Context) (bool, string, error) {
 				if err := serviceGet(w.clusterIP, 443, w.dnsName(), w.tls.pool, "/whoami", &after); err != nil {
 					return false, err.Error(), nil
 				}
 				return after.Pod == fresh.Name, fmt.Sprintf("answered from %q (pid %d)", after.Pod, after.PID), nil
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if procs := testServerProcesses(old.Name); len(procs) > 0 {
-				t.Fatalf("old pod %s still has processes after the rollout: %v", old.Name, procs)
-			}
-			if len(testServerProcesses(fresh.Name)) != 1 {
-				t.Fatalf("new pod %s: want exactly one test server process, got %v", fresh.Name, testServerProcesses(fresh.Name))
-			}
+			require.NoError(t, err)
+			procs := testServerProcesses(old.Name)
+			require.Empty(t, procs, "old pod %s still has processes after the rollout: %v", old.Name, procs)
+			require.Len(t, testServerProcesses(fresh.Name), 1, "new pod %s: want exactly one test server process, got %v", fresh.Name, testServerProcesses(fresh.Name))
 			return ctx
 		}).
 		Assess("scaled to 0, a webhook call fails with connect: connection refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			kube := kubeClient(t, cfg)
-			if out, err := kubectl(t, "scale", "-n", w.ns, "deployment/"+w.name, "--replicas=0"); err != nil {
-				t.Fatalf("kubectl scale: %v\n%s", err, out)
-			}
+			out, err := kubectl(t, "scale", "-n", w.ns, "deployment/"+w.name, "--replicas=0")
+			require.NoError(t, err, "kubectl scale: %v\n%s", err, out)
 			want := fmt.Sprintf(`failed calling webhook %q: failed to call webhook: Post "https://%s:443/validate?timeout=5s": dial tcp %s:443: connect: connection refused`,
 				w.hook, w.dnsName(), w.clusterIP)
 			// While the pod terminates, a call may still be denied by it, or end in EOF (the
 			// process closed its listener before the EndpointSlice dropped it, as in any
 			// cluster). Once the node closed the Service's listener every call fails like this.
-			err := poll.Until(ctx, "a webhook call to fail with connection refused after scaling to 0", 60*time.Second, func(ctx context.Context) (bool, string, error) {
+			err = poll.Until(ctx, "a webhook call to fail with connection refused after scaling to 0", 60*time.Second, func(ctx context.Context) (bool, string, error) {
 				err := createConfigMap(ctx, kube, w.ns, "after-scale-down", true)
 				if err == nil {
 					return false, "the call was admitted", nil
 				}
 				return strings.Contains(err.Error(), want), err.Error(), nil
 			})
-			if err != nil {
-				t.Fatalf("%v\nwant the error to contain %q", err, want)
-			}
+			require.NoError(t, err, "%v\nwant the error to contain %q", err, want)
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -201,9 +172,7 @@ func deploy(ctx context.Context, t *testing.T, kube kubernetes.Interface, w *wor
 	labels := map[string]string{"app": w.name}
 	must := func(what string, err error) {
 		t.Helper()
-		if err != nil {
-			t.Fatalf("creating %s: %v", what, err)
-		}
+		require.NoError(t, err, "creating %s", what)
 	}
 	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}}, metav1.CreateOptions{})
 	must("Namespace "+w.ns, err)
@@ -319,9 +288,7 @@ func waitSinglePodReady(ctx context.Context, t *testing.T, kube kubernetes.Inter
 		}
 		return ready != nil && len(pods.Items) == 1, "pods: " + strings.Join(descr, "; "), nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return ready
 }
 
@@ -359,16 +326,11 @@ type volumeSnapshot struct {
 // be links through ..data as kubelet lays them out.
 func assertAtomicSecretUpdate(ctx context.Context, t *testing.T, kube kubernetes.Interface, w *workload) {
 	var before volumeSnapshot
-	if err := serviceGet(w.clusterIP, 443, w.dnsName(), w.tls.pool, "/snapshot?dir="+dataMount, &before); err != nil {
-		t.Fatal(err)
-	}
-	if before.Files["first"] != "v1" || before.Files["second"] != "v1" {
-		t.Fatalf("mounted Secret before the update: %+v", before)
-	}
+	require.NoError(t, serviceGet(w.clusterIP, 443, w.dnsName(), w.tls.pool, "/snapshot?dir="+dataMount, &before))
+	require.Equal(t, "v1", before.Files["first"], "mounted Secret before the update: %+v", before)
+	require.Equal(t, "v1", before.Files["second"], "mounted Secret before the update: %+v", before)
 	for _, key := range []string{"first", "second"} {
-		if before.Links[key] != filepath.Join("..data", key) {
-			t.Fatalf("%s/%s links to %q, want ..data/%s (kubelet's layout)", dataMount, key, before.Links[key], key)
-		}
+		require.Equal(t, filepath.Join("..data", key), before.Links[key], "%s/%s links to %q, want ..data/%s (kubelet's layout)", dataMount, key, before.Links[key], key)
 	}
 
 	var (
@@ -399,13 +361,10 @@ func assertAtomicSecretUpdate(ctx context.Context, t *testing.T, kube kubernetes
 		}
 	}()
 	secret, err := kube.CoreV1().Secrets(w.ns).Get(ctx, "data", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	secret.Data = map[string][]byte{"first": []byte("v2"), "second": []byte("v2")}
-	if _, err := kube.CoreV1().Secrets(w.ns).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("updating Secret %s/data: %v", w.ns, err)
-	}
+	_, err = kube.CoreV1().Secrets(w.ns).Update(ctx, secret, metav1.UpdateOptions{})
+	require.NoError(t, err, "updating Secret %s/data", w.ns)
 	err = poll.Until(ctx, "the Secret update to reach "+dataMount, 90*time.Second, func(context.Context) (bool, string, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -414,18 +373,12 @@ func assertAtomicSecretUpdate(ctx context.Context, t *testing.T, kube kubernetes
 	})
 	close(stop)
 	<-done
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, v := range views {
-		if v.Files["first"] != v.Files["second"] {
-			t.Fatalf("non-atomic view of the Secret volume: %+v", v)
-		}
+		require.Equal(t, v.Files["second"], v.Files["first"], "non-atomic view of the Secret volume: %+v", v)
 	}
 	last := views[len(views)-1]
-	if last.Data == before.Data {
-		t.Fatalf("..data still points at %q after the update; kubelet swaps it to a new directory", last.Data)
-	}
+	require.NotEqual(t, before.Data, last.Data, "..data still points at %q after the update; kubelet swaps it to a new directory", last.Data)
 	t.Logf("%d consistent views of %s while the Secret changed", len(views), dataMount)
 }
 
@@ -442,16 +395,16 @@ func grantSecretList(ctx context.Context, t *testing.T, kube kubernetes.Interfac
 		ObjectMeta: metav1.ObjectMeta{Name: "list-secrets"},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}},
 	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating Role %s/list-secrets: %v", w.ns, err)
+	if err != nil {
+		require.True(t, apierrors.IsAlreadyExists(err), "creating Role %s/list-secrets: %v", w.ns, err)
 	}
 	_, err = kube.RbacV1().RoleBindings(w.ns).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "list-secrets"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "list-secrets"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: w.sa, Namespace: w.ns}},
 	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating RoleBinding %s/list-secrets: %v", w.ns, err)
+	if err != nil {
+		require.True(t, apierrors.IsAlreadyExists(err), "creating RoleBinding %s/list-secrets: %v", w.ns, err)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+	"github.com/stretchr/testify/require"
 )
 
 // The conformance suite runs against one cluster (node and cert-manager enabled) created
@@ -103,9 +104,7 @@ func artifactsDir() string {
 func kubeClient(t *testing.T, cfg *envconf.Config) kubernetes.Interface {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg.Client().RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return cs
 }
 
@@ -113,9 +112,7 @@ func kubeClient(t *testing.T, cfg *envconf.Config) kubernetes.Interface {
 func kubectl(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	cfg, err := provider.Config()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cmd := exec.Command(cfg.Binaries.Kubectl, append([]string{"--kubeconfig", provider.GetKubeconfig()}, args...)...) //nolint:gosec // G204: the cluster's own kubectl, with the test's arguments
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -132,9 +129,7 @@ type tlsMaterial struct {
 func newTLSMaterial(t *testing.T, dnsName string) *tlsMaterial {
 	t.Helper()
 	sc, err := install.NewServingCertificate(dnsName)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	pool := x509.NewCertPool()
 	pool.AddCert(sc.CA)
 	return &tlsMaterial{caPEM: sc.CAPEM, certPEM: sc.CertPEM, keyPEM: sc.KeyPEM, pool: pool}
