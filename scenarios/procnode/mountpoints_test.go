@@ -12,41 +12,33 @@ import (
 func newTestMountpoints(t *testing.T, registry, instance string) *mountpoints {
 	t.Helper()
 	m, err := newMountpoints(registry, instance)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return m
 }
 
 func mustEnsure(t *testing.T, m *mountpoints, path string, file bool) []string {
 	t.Helper()
 	held, err := m.ensure(path, file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err, "creating mount target %s", path)
 	return held
 }
 
 func assertExists(t *testing.T, path string, want bool, why string) {
 	t.Helper()
 	_, err := os.Lstat(path)
-	if got := err == nil; got != want {
-		t.Fatalf("%s: exists = %v, want %v (%v)", why, got, want, err)
-	}
+	require.Equal(t, want, err == nil, "%s: exists (Lstat: %v)", why, err)
 }
 
 func TestMountpointsRemoveOnlyWhatTheyCreated(t *testing.T) {
 	root := t.TempDir()
 	existing := filepath.Join(root, "etc")
-	if err := os.Mkdir(existing, 0o750); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Mkdir(existing, 0o750))
 	m := newTestMountpoints(t, t.TempDir(), "node")
 	a := mustEnsure(t, m, filepath.Join(existing, "op", "certs"), false)
 	b := mustEnsure(t, m, filepath.Join(existing, "op", "config.yaml"), true)
-	if info, err := os.Stat(filepath.Join(existing, "op", "config.yaml")); err != nil || info.IsDir() {
-		t.Fatalf("file mount target not created as a file: %v", err)
-	}
+	info, err := os.Stat(filepath.Join(existing, "op", "config.yaml"))
+	require.NoError(t, err, "file mount target")
+	require.False(t, info.IsDir(), "file mount target created as a directory")
 	m.release(a)
 	assertExists(t, filepath.Join(existing, "op", "certs"), false, "released mount dir")
 	assertExists(t, filepath.Join(existing, "op"), true, "parent still held by another mount")
@@ -59,9 +51,7 @@ func TestMountpointsKeepDirectoriesSomebodyFilled(t *testing.T) {
 	root := t.TempDir()
 	m := newTestMountpoints(t, t.TempDir(), "node")
 	held := mustEnsure(t, m, filepath.Join(root, "work"), false)
-	if err := os.WriteFile(filepath.Join(root, "work", "out.txt"), []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(root, "work", "out.txt"), []byte("x"), 0o600))
 	m.release(held)
 	assertExists(t, filepath.Join(root, "work", "out.txt"), true, "file in a released directory")
 }
@@ -90,9 +80,7 @@ func TestMountpointsOfAKilledNodeAreRemovedByTheNext(t *testing.T) {
 	assertExists(t, filepath.Join(root, "a", "b"), true, "mount target while its node runs")
 
 	next := newTestMountpoints(t, registry, "next")
-	if err := next.removeOrphans(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, next.removeOrphans())
 	assertExists(t, filepath.Join(root, "a"), false, "a killed node's mount targets after the next node started")
 }
 
