@@ -54,6 +54,13 @@ func (p *Provider) DialService(ctx context.Context, clusterIP string, port int32
 			}
 			if !signalled {
 				lines = append(lines, sc.Text())
+				continue
+			}
+			// socat has exited (the server closed the connection), but `docker exec -i` returns
+			// only once its stdin ends: end it, so the caller sees the close now, as a direct
+			// connection would.
+			if strings.Contains(sc.Text(), " exiting with status ") {
+				_ = remote.Close() // net.Pipe's Close never fails
 			}
 		}
 	}()
