@@ -23,10 +23,12 @@ const (
 
 // restartsUnderLoad is P4: with two replicas (chart value replicas: 2), `kubectl rollout
 // restart` five times in a row under P3's constant admission load fails no admission. What
-// makes that hold is the chart's: maxUnavailable 0 with a surge of 1 (a new pod is Ready —
-// serving, its certificate trusted — before an old one goes), the readiness probe gated on the
-// loaded certificate, and the preStop delay (shutdownDelaySeconds) that keeps a stopping pod
-// serving until Service routing has left it. It runs in automatic mode, the hardest case with
+// makes that hold (README, "Restarts without a failed admission"): the rolling update's surge
+// (a new pod is Ready — serving, its certificate trusted — before an old one goes), the
+// readiness probe gated on the loaded certificate, the preStop delay (shutdownDelaySeconds)
+// that keeps a stopping pod serving until Service routing has left it, and the operator's drain
+// (--webhook-drain-period), which closes the API server's kept-alive connections only after a
+// response. It runs in automatic mode, the hardest case with
 // several replicas: every restart moves the leader (certificate generation and injection) to a
 // new pod, and each new follower must serve the Secret's certificate before it is Ready.
 func restartsUnderLoad() types.Feature {

@@ -19,8 +19,9 @@ const DefaultDrainPeriod = 2 * time.Second
 // down closes the idle ones, and a request the API server writes onto one of them at that
 // moment fails with `EOF` — and an admission webhook call is not retried, so with failurePolicy
 // Fail the user's request fails. A pod's connections outlive its removal from the Service's
-// endpoints (the preStop delay only stops new ones), so every rollout met this: P4 saw about one
-// failed admission per 1,300 under load.
+// endpoints (the preStop delay only stops new ones), so every rollout risked this: without the
+// drain, 2 of 4 runs of scenario P4 (five restarts of two replicas under 50 admissions/s) failed
+// 1–2 admissions with `EOF`.
 //
 // When ctx ends, the wrapped server first drains for period: it keeps serving, and every
 // response carries `Connection: close`, so each connection still in use is closed by the
