@@ -45,7 +45,7 @@ func (p *plainServer) Start(ctx context.Context) error {
 	stopped := make(chan struct{})
 	go func() {
 		<-ctx.Done()
-		_ = srv.Shutdown(context.Background())
+		_ = srv.Shutdown(context.WithoutCancel(ctx))
 		close(stopped)
 	}()
 	if err := srv.Serve(p.ln); !errors.Is(err, http.ErrServerClosed) {
