@@ -125,10 +125,13 @@ func (s *scenarios) freezeB(ctx context.Context, t *testing.T, c *suite.Cluster)
 	t.Helper()
 	b := s.opB()
 	p := s.onlyPod(ctx, t, c)
+	// The instant the freeze was asked for: it takes effect somewhere between this and the
+	// provider's return (on kind, a `docker exec` later), so an answer before it came from a
+	// running B, and everything after it belongs to the failover window.
+	frozenAt = time.Now()
 	if err := c.Container(ctx, &p, operatorContainer, cluster.Freeze); err != nil {
 		expect.Fatalf(t, "freezing %s pod %s/%s: %v", b, p.Namespace, p.Name, err)
 	}
-	frozenAt = time.Now()
 	t.Logf("froze %s pod %s/%s at %s", b, p.Namespace, p.Name, frozenAt.Format(time.RFC3339Nano))
 	return frozenAt, p.Name
 }
@@ -161,10 +164,10 @@ func (s *scenarios) sigkillB(ctx context.Context, t *testing.T, c *suite.Cluster
 			b, running.Namespace, running.Name, delay)
 	}
 	p := s.deletedAfterScaleToZero(ctx, t, c, running.Name)
+	killedAt = time.Now() // when the kill was asked for, as frozenAt in freezeB
 	if err := c.Container(ctx, p, operatorContainer, cluster.Kill); err != nil {
 		expect.Fatalf(t, "killing %s pod %s/%s: %v", b, p.Namespace, p.Name, err)
 	}
-	killedAt = time.Now()
 	t.Logf("killed %s pod %s/%s with SIGKILL at %s, %.2fs into its deletion", b, p.Namespace, p.Name, killedAt.Format(time.RFC3339Nano),
 		killedAt.Sub(p.DeletionTimestamp.Time).Seconds())
 	s.waitPodGone(ctx, t, c, *p)
