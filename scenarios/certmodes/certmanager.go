@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
@@ -292,14 +293,44 @@ func certManagerRenewal() types.Feature {
 
 // triggerRenewal does what `cmctl renew` does: it sets the Certificate's Issuing condition, and
 // cert-manager issues a new certificate at once. by names the scenario in the condition's message.
+// cert-manager writes the Certificate's status too, so the update is retried on a conflict.
 func triggerRenewal(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, by string) {
 	t.Helper()
 	certs := certManagerClient(t, c).CertmanagerV1().Certificates(r.Namespace)
-	crt, err := certs.Get(ctx, r.ServingCertificateName(), metav1.GetOptions{})
-	expect.NoError(t, err, "getting Certificate %s/%s", r.Namespace, r.ServingCertificateName())
-	apiutil.SetCertificateCondition(crt, crt.Generation, cmv1.CertificateConditionIssuing, cmmeta.ConditionTrue, "ManuallyTriggered", "Certificate re-issuance manually triggered by gauntlet "+by)
-	_, err = certs.UpdateStatus(ctx, crt, metav1.UpdateOptions{})
-	expect.NoError(t, err, "setting condition Issuing=True on Certificate %s/%s", r.Namespace, crt.Name)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crt, err := certs.Get(ctx, r.ServingCertificateName(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		apiutil.SetCertificateCondition(crt, crt.Generation, cmv1.CertificateConditionIssuing, cmmeta.ConditionTrue, "ManuallyTriggered", "Certificate re-issuance manually triggered by gauntlet "+by)
+		_, err = certs.UpdateStatus(ctx, crt, metav1.UpdateOptions{})
+		return err
+	})
+	expect.NoError(t, err, "setting condition Issuing=True on Certificate %s/%s", r.Namespace, r.ServingCertificateName())
+}
+
+// waitIssued waits until cert-manager has finished an issuance: the Certificate is Ready, not
+// Issuing, at a revision above after. It returns that revision. A renewal triggered before
+// that would be lost: cert-manager clears the Issuing condition when the issuance in progress
+// ends.
+func waitIssued(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, after int) int {
+	t.Helper()
+	certs := certManagerClient(t, c).CertmanagerV1().Certificates(r.Namespace)
+	revision := 0
+	what := fmt.Sprintf("Certificate %s/%s to be Ready and not Issuing at a revision above %d", r.Namespace, r.ServingCertificateName(), after)
+	expect.Eventually(ctx, t, what, issuanceTimeout, func(ctx context.Context) (bool, string, error) {
+		crt, err := certs.Get(ctx, r.ServingCertificateName(), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		if crt.Status.Revision != nil {
+			revision = *crt.Status.Revision
+		}
+		ready := apiutil.CertificateHasCondition(crt, cmv1.CertificateCondition{Type: cmv1.CertificateConditionReady, Status: cmmeta.ConditionTrue})
+		issuing := apiutil.CertificateHasCondition(crt, cmv1.CertificateCondition{Type: cmv1.CertificateConditionIssuing, Status: cmmeta.ConditionTrue})
+		return ready && !issuing && revision > after, fmt.Sprintf("revision %d, %s, issuing %t", revision, readyCondition(crt), issuing), nil
+	})
+	return revision
 }
 
 func deref(p *int) any {
