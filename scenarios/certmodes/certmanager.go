@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -291,13 +292,17 @@ func certManagerRenewal() types.Feature {
 		Feature()
 }
 
+// renewalTriggerRetry outlasts cert-manager's own status writes right after an issuance (P3
+// triggers renewals back to back): client-go's DefaultRetry gives up after five tries in 50 ms.
+var renewalTriggerRetry = wait.Backoff{Steps: 20, Duration: 50 * time.Millisecond, Factor: 1.5, Cap: 2 * time.Second}
+
 // triggerRenewal does what `cmctl renew` does: it sets the Certificate's Issuing condition, and
 // cert-manager issues a new certificate at once. by names the scenario in the condition's message.
 // cert-manager writes the Certificate's status too, so the update is retried on a conflict.
 func triggerRenewal(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, by string) {
 	t.Helper()
 	certs := certManagerClient(t, c).CertmanagerV1().Certificates(r.Namespace)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(renewalTriggerRetry, func() error {
 		crt, err := certs.Get(ctx, r.ServingCertificateName(), metav1.GetOptions{})
 		if err != nil {
 			return err
