@@ -103,24 +103,40 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; make test uses 5s
 # End-to-end suites: one directory per suite under e2e/ (a TestMain built on scenarios/suite).
 # PROVIDER (local|kind), K8S_VERSION, LABELS (e2e-framework --labels, e.g. scenario=C1),
 # KEEP_CLUSTER=1 (keep the cluster and reuse it next run). Reports: _output/e2e/<suite>/.
+# COVER=1 runs a coverage-instrumented operator (local provider) and, in `make e2e`, ends with
+# the operator's coverage from the suites and from its own tests: _output/coverage/.
 LABELS       ?=
 KEEP_CLUSTER ?=
+COVER        ?=
 E2E_OUTPUT   := $(OUTPUT)/e2e
+COVER_OUTPUT := $(OUTPUT)/coverage
 E2E_SUITES   := $(patsubst e2e/%/,%,$(dir $(wildcard e2e/*/main_test.go)))
 E2E_ARGS      = --provider=$(PROVIDER) --kubernetes-version=$(K8S_VERSION) --operator-version=$(VERSION) \
                 --keep-cluster=$(if $(filter 1,$(KEEP_CLUSTER)),true,false) --e2e-output=$(CURDIR)/$(E2E_OUTPUT) \
-                $(if $(LABELS),--labels=$(LABELS))
+                $(if $(LABELS),--labels=$(LABELS)) \
+                $(if $(filter 1,$(COVER)),--cover-dir=$(CURDIR)/$(COVER_OUTPUT)/e2e)
 E2E_TEST      = go test -count=1 -v -timeout 30m
 
 .PHONY: e2e
-e2e: control-plane ## Every suite under e2e/ (PROVIDER, K8S_VERSION, LABELS, KEEP_CLUSTER=1), then one table of all scenarios.
-	@rm -rf $(E2E_OUTPUT); failed=0; \
+e2e: control-plane ## Every suite under e2e/ (PROVIDER, K8S_VERSION, LABELS, KEEP_CLUSTER=1, COVER=1), then one table of all scenarios.
+	@rm -rf $(E2E_OUTPUT) $(if $(filter 1,$(COVER)),$(COVER_OUTPUT)); failed=0; \
 	for suite in $(E2E_SUITES); do \
 	  echo "• e2e suite $$suite"; \
 	  GAUNTLET_FAILOVER_PLAN=full $(E2E_TEST) ./e2e/$$suite -args $(E2E_ARGS) || failed=1; \
 	done; \
-	go run ./scenarios/report/cmd/e2e-summary -dir $(E2E_OUTPUT) || failed=1; \
+	$(if $(filter 1,$(COVER)),$(MAKE) --no-print-directory coverage-report || failed=1;) \
+	go run ./scenarios/report/cmd/e2e-summary -dir $(E2E_OUTPUT) $(if $(filter 1,$(COVER)),-coverage $(COVER_OUTPUT)) || failed=1; \
 	exit $$failed
+
+.PHONY: coverage-report
+coverage-report: ## Operator coverage: the counters of COVER=1 suites (_output/coverage/e2e) with the operator's unit and envtest tests, as _output/coverage/.
+	@echo "• operator unit and envtest tests with coverage (-test.gocoverdir=$(COVER_OUTPUT)/unit)"
+	@rm -rf $(COVER_OUTPUT)/unit && mkdir -p $(COVER_OUTPUT)/unit
+	@go test -count=1 -cover -covermode=atomic -coverpkg=github.com/gauntlet-dev/gauntlet/operator/... ./operator/... \
+	  -args -test.gocoverdir=$(CURDIR)/$(COVER_OUTPUT)/unit > $(COVER_OUTPUT)/unit-tests.log 2>&1 \
+	  || { tail -30 $(COVER_OUTPUT)/unit-tests.log; echo "✗ operator tests failed; full log: $(COVER_OUTPUT)/unit-tests.log"; exit 1; }
+	@go run ./scenarios/report/cmd/e2e-coverage -e2e $(COVER_OUTPUT)/e2e -unit $(COVER_OUTPUT)/unit -out $(COVER_OUTPUT)
+
 
 .PHONY: e2e-auto-certs
 e2e-auto-certs: control-plane ## Suite e2e/autocert: automatic certificate mode and admission scenarios.

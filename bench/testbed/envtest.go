@@ -66,7 +66,7 @@ func StartEnvtest(ctx context.Context, opts EnvtestOptions) (_ *Testbed, err err
 	}
 
 	start := time.Now()
-	operator, err := workspace.BuildOperator(ctx, OperatorVersion)
+	operator, err := workspace.BuildOperator(ctx, OperatorVersion, false)
 	if err != nil {
 		return nil, err
 	}

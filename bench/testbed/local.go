@@ -53,7 +53,7 @@ func StartLocal(ctx context.Context, opts LocalOptions) (_ *Testbed, err error) 
 	}()
 
 	start := time.Now()
-	operator, err := workspace.BuildOperator(ctx, OperatorVersion)
+	operator, err := workspace.BuildOperator(ctx, OperatorVersion, false)
 	if err != nil {
 		return nil, err
 	}

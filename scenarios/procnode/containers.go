@@ -128,7 +128,7 @@ func (w *podWorker) startContainer(ctx context.Context, r *containerRun) error {
 		w.event(corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q mapped to binary %s", c.Image, binary))
 		r.binary = binary
 	}
-	env, err := containerEnv(ctx, w.n.objects, w.podWithIP(), c, w.n.api)
+	env, err := containerEnv(ctx, w.n.objects, w.podWithIP(), c, w.n.api, w.n.cfg.CoverDir)
 	if err != nil {
 		r.waiting = &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
 		w.warn("Failed", fmt.Sprintf("Error: %s", err))

@@ -29,11 +29,16 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 // containerEnv builds c's environment in Kubernetes' precedence order: runtime defaults,
 // envFrom, then env (a later entry wins; $(VAR) expands against what is defined so far).
-func containerEnv(ctx context.Context, src objectSource, pod *corev1.Pod, c *corev1.Container, api apiEndpoint) ([]string, error) {
+// coverDir, when set, becomes the runtime default GOCOVERDIR (Config.CoverDir).
+func containerEnv(ctx context.Context, src objectSource, pod *corev1.Pod, c *corev1.Container, api apiEndpoint, coverDir string) ([]string, error) {
 	vars := newEnvList()
 	vars.set("PATH", defaultPath)
 	vars.set("HOME", "/root")
 	vars.set("HOSTNAME", pod.Name)
+	if coverDir != "" {
+		vars.set("GOCOVERDIR", coverDir)
+	}
+
 	if api.host != "" {
 		hostPort := fmt.Sprintf("%s:%d", api.host, api.port)
 		if strings.Contains(api.host, ":") {

@@ -80,6 +80,9 @@ type Config struct {
 	// Executable is re-executed as each container's init; it must call RunPodInit when
 	// IsPodInit (default: this process's executable).
 	Executable string
+	// CoverDir, when set, is every container's GOCOVERDIR (a runtime default, overridden by
+	// the container's own env): coverage-instrumented binaries write their counters there.
+	CoverDir string
 }
 
 // node is a running process node: the shared dependencies of its parts.

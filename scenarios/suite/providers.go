@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -31,6 +32,7 @@ type options struct {
 	operatorVersion   string
 	output            string
 	clusterName       string
+	coverDir          string
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -40,6 +42,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.operatorVersion, "operator-version", envOr("GAUNTLET_OPERATOR_VERSION", DefaultOperatorVersion), "Version stamped into the operator under test (env GAUNTLET_OPERATOR_VERSION).")
 	fs.StringVar(&o.output, "e2e-output", os.Getenv("GAUNTLET_E2E_OUTPUT"), "Directory of the suites' reports (default <workspace>/_output/e2e; env GAUNTLET_E2E_OUTPUT).")
 	fs.StringVar(&o.clusterName, "cluster-name", "", "Cluster name (default e2e-<suite>, plus -<pid> unless the cluster is kept).")
+	fs.StringVar(&o.coverDir, "cover-dir", os.Getenv("GAUNTLET_COVER_DIR"), "Run a coverage-instrumented operator whose processes write their counters into this directory (local provider only; env GAUNTLET_COVER_DIR; make e2e COVER=1).")
 }
 
 func envOr(key, def string) string {
@@ -53,6 +56,22 @@ func envOr(key, def string) string {
 func (o *options) complete(suite string) error {
 	if _, err := cluster.Lookup(o.provider); err != nil {
 		return err
+	}
+	if o.coverDir != "" {
+		if o.provider != DefaultProvider {
+			return fmt.Errorf("--cover-dir: operator coverage is collected on the %s provider only (the operator's processes write it on the host when they exit); run with --provider=%s, or drop --cover-dir (COVER=1)", DefaultProvider, DefaultProvider)
+		}
+		if o.keepCluster {
+			return errors.New("--cover-dir with --keep-cluster: a kept cluster's operator never exits, so its coverage is never written; drop one of them (COVER=1 or KEEP_CLUSTER=1)")
+		}
+		abs, err := filepath.Abs(o.coverDir)
+		if err != nil {
+			return fmt.Errorf("--cover-dir %q: %w", o.coverDir, err)
+		}
+		if err := os.MkdirAll(abs, 0o750); err != nil {
+			return fmt.Errorf("--cover-dir: %w", err)
+		}
+		o.coverDir = abs
 	}
 	if o.clusterName == "" {
 		o.clusterName = "e2e-" + suite
@@ -83,8 +102,10 @@ func startCluster(ctx context.Context, o options, certManager bool, pr *progress
 		OperatorVersion:   o.operatorVersion,
 		Keep:              o.keepCluster,
 		CertManager:       certManager,
-		Progress:          pr.writer(),
-		Step:              pr.step,
+		CoverDir:          o.coverDir,
+
+		Progress: pr.writer(),
+		Step:     pr.step,
 	})
 	if err != nil {
 		return nil, false, err

@@ -97,7 +97,13 @@ type BuildOptions struct {
 	OperatorVersion string
 	// Static builds without cgo and strips paths, for images built FROM scratch.
 	Static bool
+	// Cover instruments the operator module's packages (go build -cover): the binary writes
+	// its counters into $GOCOVERDIR when it exits.
+	Cover bool
 }
+
+// OperatorCoverPackages are the packages a Cover build instruments: the whole operator module.
+const OperatorCoverPackages = "github.com/gauntlet-dev/gauntlet/operator/..."
 
 // Build builds main packages of the workspace (paths relative to its root, e.g.
 // "./scenarios/cmd/gauntlet-node") into outDir and returns their paths by package. go build is
@@ -127,6 +133,9 @@ func Build(ctx context.Context, outDir string, o BuildOptions, pkgs ...string) (
 	if o.Static {
 		args = append(args, "-trimpath")
 	}
+	if o.Cover {
+		args = append(args, "-cover", "-covermode=atomic", "-coverpkg="+OperatorCoverPackages)
+	}
 	args = append(args, "-o", outDir+string(filepath.Separator))
 	out := map[string]string{}
 	for _, p := range pkgs {
@@ -147,9 +156,15 @@ func Build(ctx context.Context, outDir string, o BuildOptions, pkgs ...string) (
 // BuildOperator builds dynamo-operator with version stamped in (the mutating webhook records it
 // on DynamoGraphDeployments) and returns its path, BinDir()/dynamo-operator-<version>/dynamo-operator:
 // one directory per version, so clusters running different versions never replace each other's
-// executable.
-func BuildOperator(ctx context.Context, version string) (string, error) {
-	built, err := Build(ctx, filepath.Join(BinDir(), "dynamo-operator-"+version), BuildOptions{OperatorVersion: version}, OperatorPackage)
+// executable. With cover the binary is coverage-instrumented (BuildOptions.Cover) and has a
+// directory of its own, dynamo-operator-<version>-cover.
+func BuildOperator(ctx context.Context, version string, cover bool) (string, error) {
+	dir := "dynamo-operator-" + version
+	if cover {
+		dir += "-cover"
+	}
+	built, err := Build(ctx, filepath.Join(BinDir(), dir), BuildOptions{OperatorVersion: version, Cover: cover}, OperatorPackage)
+
 	if err != nil {
 		return "", err
 	}

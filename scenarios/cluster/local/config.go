@@ -90,6 +90,10 @@ type Binaries struct {
 type NodeOptions struct {
 	// Disabled starts a control plane without a node: pods stay Pending.
 	Disabled bool `json:"disabled,omitempty"`
+	// CoverDir, when set, is given to every container as GOCOVERDIR: coverage-instrumented
+	// binaries (go build -cover) write their counters there when they exit. Relative paths are
+	// resolved against the configuration file's directory.
+	CoverDir string `json:"coverDir,omitempty"`
 }
 
 // CertManagerOptions controls cert-manager on the cluster.
@@ -134,9 +138,10 @@ func (c *Config) resolvePaths(base string) {
 	}
 	b := &c.Binaries
 	for _, p := range []*string{&b.Dir, &b.Etcd, &b.KubeAPIServer, &b.KubeControllerManager, &b.KubeScheduler,
-		&b.Kubectl, &b.Kwokctl, &b.Node, &b.CertManager} {
+		&b.Kubectl, &b.Kwokctl, &b.Node, &b.CertManager, &c.Node.CoverDir} {
 		abs(p)
 	}
+
 	for repo, bin := range c.Images {
 		abs(&bin)
 		c.Images[repo] = bin

@@ -45,6 +45,7 @@ type Provider struct {
 	images      map[string]string
 	certManager bool
 	noNode      bool
+	coverDir    string
 	out         io.Writer
 	retain      bool
 
@@ -86,6 +87,12 @@ func WithCertManager() Option {
 // WithoutNode starts the control plane only; pods stay Pending.
 func WithoutNode() Option {
 	return func(p support.E2EClusterProvider) { p.(*Provider).noNode = true }
+}
+
+// WithCoverDir makes the node give every container GOCOVERDIR=dir, where coverage-instrumented
+// binaries (the operator built with -cover) write their counters when they exit.
+func WithCoverDir(dir string) Option {
+	return func(p support.E2EClusterProvider) { p.(*Provider).coverDir = dir }
 }
 
 // WithProgress prints each creation and deletion step with its outcome and duration to w.
@@ -324,6 +331,9 @@ func (p *Provider) complete(cfg *Config, l layout) error {
 	if p.noNode {
 		cfg.Node.Disabled = true
 	}
+	if p.coverDir != "" {
+		cfg.Node.CoverDir = p.coverDir
+	}
 	if len(p.images) > 0 && cfg.Images == nil {
 		cfg.Images = map[string]string{}
 	}
@@ -441,7 +451,9 @@ func nodeDaemon(cfg *Config, l layout) *daemon {
 			"--apiserver-host-for-pods", cfg.PodHostIP(),
 			"--kubelet-client-ca", filepath.Join(l.pki(), "ca.crt"),
 			"--ready-file", nodeReadyFile(l),
+			"--cover-dir", cfg.Node.CoverDir,
 		},
+
 		dir:     l.nodeState(),
 		pidFile: filepath.Join(l.pids(), "gauntlet-node.pid"),
 		logFile: filepath.Join(l.logs(), "gauntlet-node.log"),

@@ -25,7 +25,7 @@ func init() { cluster.Register(ProviderName, start) }
 func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	var operator string
 	if err := req.Step("Building dynamo-operator "+req.OperatorVersion, func() (err error) {
-		operator, err = workspace.BuildOperator(ctx, req.OperatorVersion)
+		operator, err = workspace.BuildOperator(ctx, req.OperatorVersion, req.CoverDir != "")
 		return err
 	}); err != nil {
 		return nil, err
@@ -34,6 +34,10 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	p.WithName(req.Name)
 	p.WithVersion(req.KubernetesVersion)
 	p.WithOpts(WithProgress(req.Progress), WithImages(map[string]string{OperatorImage: operator}))
+	if req.CoverDir != "" {
+		p.WithOpts(WithCoverDir(req.CoverDir))
+	}
+
 	if req.CertManager {
 		p.WithOpts(WithCertManager())
 	}

@@ -51,6 +51,8 @@ func run(args []string) error {
 	fs.StringVar(&cfg.ReadyFile, "ready-file", "", "file written once the node is Ready and serving")
 	fs.DurationVar(&cfg.CrashBackoffInitial, "crash-backoff-initial", 10*time.Second, "first restart back-off of a crashing container")
 	fs.DurationVar(&cfg.CrashBackoffMax, "crash-backoff-max", 5*time.Minute, "longest restart back-off")
+	fs.StringVar(&cfg.CoverDir, "cover-dir", "", "GOCOVERDIR for every container: where coverage-instrumented binaries write their counters (default: unset)")
+
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
