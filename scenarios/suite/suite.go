@@ -146,9 +146,10 @@ func (s *Suite) Run(m *testing.M) int {
 		s.reportSetupFailure()
 		code = 1
 	}
-	if len(s.failedIDs()) > 0 || s.setupErr != nil {
-		s.exportClusterLogs()
-	}
+	// The cluster's logs are exported on every run, green or red: the key-material check
+	// below must see every log the operator wrote, not only those of failures.
+	s.exportClusterLogs()
+	s.checkNoPrivateKeys()
 	if err := s.recorder.WriteFiles(s.outputDir()); err != nil {
 		s.progress.printf("✗ writing the report: %v", err)
 		code = 1
@@ -351,7 +352,27 @@ func (s *Suite) exportClusterLogs() {
 	s.progress.printf("cluster logs: %s", dir)
 }
 
+// KeyScanID is the suite-wide check every suite ends with: no PEM private-key block in
+// anything the suite collected (its reports, every failure's artifacts, the cluster's logs).
+const KeyScanID = "S1"
+
+func (s *Suite) checkNoPrivateKeys() {
+	const title = "no private key material in collected logs and artifacts"
+	if err := s.recorder.Start(KeyScanID, title); err != nil {
+		s.progress.printf("✗ %v", err)
+		return
+	}
+	found, err := scanForPrivateKeys(s.outputDir())
+	if msg := keyScanVerdict(s.outputDir(), found, err); msg != "" {
+		s.progress.printf("✗ %s %s: %s", KeyScanID, title, msg)
+		_ = s.recorder.Finish(KeyScanID, report.Failed, map[string]any{report.MessageKey: msg})
+		return
+	}
+	_ = s.recorder.Finish(KeyScanID, report.Passed, nil)
+}
+
 func (s *Suite) printSummary() {
+
 	sum := s.recorder.Summary()
 	var b strings.Builder
 	if err := report.RenderText(&b, []report.Summary{sum}); err == nil {

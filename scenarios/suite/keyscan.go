@@ -1,0 +1,77 @@
+package suite
+
+import (
+	"bufio"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// privateKeyBlock matches the header of a PEM private-key block of any kind ("PRIVATE KEY",
+// "RSA PRIVATE KEY", "EC PRIVATE KEY", "ENCRYPTED PRIVATE KEY"), also inside JSON strings
+// (a log line quoting a key keeps the header on one line).
+var privateKeyBlock = regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----`)
+
+// keyFinding is one private-key header found in a collected file.
+type keyFinding struct {
+	path string
+	line int
+}
+
+func (k keyFinding) String() string { return fmt.Sprintf("%s:%d", k.path, k.line) }
+
+// scanForPrivateKeys walks dir (a suite's output: reports, artifacts, exported logs) and
+// returns every line holding a PEM private-key header. Key material must never reach what the
+// suites collect: users attach these directories to bug reports.
+func scanForPrivateKeys(dir string) ([]keyFinding, error) {
+	var found []keyFinding
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(path) //nolint:gosec // G304: files under the suite's own output directory
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }() // read only
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024) // log lines carrying objects are long
+		for n := 1; sc.Scan(); n++ {
+			if privateKeyBlock.Match(sc.Bytes()) {
+				found = append(found, keyFinding{path: path, line: n})
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("scanning %s: %w", path, err)
+		}
+		return nil
+	})
+	return found, err
+}
+
+// keyScanVerdict is the suite's check on what it collected: "" when clean, else the failure
+// message naming at most the first ten places.
+func keyScanVerdict(dir string, found []keyFinding, scanErr error) string {
+	if scanErr != nil {
+		return fmt.Sprintf("scanning %s for private keys: %v", dir, scanErr)
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	var places []string
+	for i, f := range found {
+		if i == 10 {
+			places = append(places, fmt.Sprintf("… %d more", len(found)-10))
+			break
+		}
+		places = append(places, f.String())
+	}
+	return fmt.Sprintf("private key material in what the suite collected (%d PEM private-key headers; logs and artifacts must never carry keys): %s",
+		len(found), strings.Join(places, ", "))
+}

@@ -1,0 +1,51 @@
+package suite
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestScanForPrivateKeysFindsEveryPEMKeyKind(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, content string) {
+		p := filepath.Join(dir, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o750))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	}
+	write("artifacts/cluster/pods/op.log",
+		"{\"msg\":\"loaded\"}\n{\"msg\":\"secret\",\"data\":\"-----BEGIN EC PRIVATE KEY-----\\nMHcC\"}\n")
+	write("artifacts/C3/secrets.txt", "tls.crt: 1200 bytes\n-----BEGIN CERTIFICATE-----\n")
+	write("junit.xml", "<x>-----BEGIN PRIVATE KEY-----</x>\n")
+	write("long.log", strings.Repeat("x", 1<<20)+"\n-----BEGIN RSA PRIVATE KEY-----\n")
+
+	found, err := scanForPrivateKeys(dir)
+	require.NoError(t, err)
+	var got []string
+	for _, f := range found {
+		rel, err := filepath.Rel(dir, f.path)
+		require.NoError(t, err)
+		got = append(got, rel+":"+strings.TrimPrefix(f.String(), f.path+":"))
+	}
+	assert.ElementsMatch(t, []string{"artifacts/cluster/pods/op.log:2", "junit.xml:1", "long.log:2"}, got,
+		"a certificate is not key material; every private-key header is, wherever it is")
+}
+
+func TestKeyScanVerdict(t *testing.T) {
+	assert.Empty(t, keyScanVerdict("out", nil, nil))
+	assert.Contains(t, keyScanVerdict("out", nil, os.ErrPermission), "scanning out for private keys: permission denied")
+
+	var many []keyFinding
+	for i := 1; i <= 12; i++ {
+		many = append(many, keyFinding{path: "op.log", line: i})
+	}
+	msg := keyScanVerdict("out", many, nil)
+	assert.Contains(t, msg, "private key material in what the suite collected (12 PEM private-key headers")
+	assert.Contains(t, msg, "op.log:1, op.log:2")
+	assert.Contains(t, msg, "op.log:10, … 2 more")
+	assert.NotContains(t, msg, "op.log:11")
+}
