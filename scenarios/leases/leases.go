@@ -77,6 +77,7 @@ func Features(topo *install.Topology, plan *Plan) []types.Feature {
 		s.comesBack(),            // M6
 		s.mutationSkipped(),      // M7
 		s.leasePermissions(),     // M8
+		s.uncertifiedStop(),      // M9
 		s.failoverDistribution(), // P5
 	}
 }

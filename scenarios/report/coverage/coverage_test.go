@@ -15,7 +15,7 @@ func TestParsePercent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]float64{
 		"github.com/gauntlet-dev/gauntlet/operator/internal/certs": 71.4,
-		"github.com/gauntlet-dev/gauntlet/operator/api/v1beta1":   0,
+		"github.com/gauntlet-dev/gauntlet/operator/api/v1beta1":    0,
 	}, got)
 
 	_, err = ParsePercent([]byte("warning: something else\n"))

@@ -1,0 +1,146 @@
+package leases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+	"sigs.k8s.io/e2e-framework/pkg/types"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
+	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
+)
+
+// uncertifiedWatch is how long M9 watches B's new pod hold the Lease without a certificate:
+// long enough for a readiness probe to have reported it ready, were it wrong to.
+const uncertifiedWatch = 5 * time.Second
+
+// uncertifiedStop is M9: a restricted operator whose certificate never becomes loadable — it
+// took its namespace's Lease, but its serving certificate cannot be stored (the RoleBinding
+// for its Secret is gone, and so is the Secret) — is never reported Ready, and when it stops
+// it still releases the Lease at once. An exit path that skips the release while the webhook
+// server waits for a certificate would leave the namespace validated by nobody until the
+// Lease expires (and, with a frozen shutdown, until the pod is killed).
+func (s *scenarios) uncertifiedStop() types.Feature {
+	return features.New("a restricted operator that never got its certificate is never Ready and releases its Lease when it stops").
+		WithLabel(suite.LabelScenario, "M9").
+		Assess("B without a storable certificate holds the Lease, is not Ready, and releases the Lease on stop", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c := suite.ClusterFrom(ctx, t)
+			b := s.opB()
+			ns := b.rel.RestrictedNamespace()
+			s.settled(ctx, t, c)
+
+			binding := s.removeCertificateRights(ctx, t, c)
+			t.Cleanup(func() { s.restoreCertificateRights(ctx, t, c, binding) })
+			s.stopB(ctx, t, c)
+			s.scaleB(ctx, t, c, 1)
+
+			var pod corev1.Pod
+			expect.Eventually(ctx, t, fmt.Sprintf("a new pod of %s to hold Lease %s/%s", b, ns, install.NamespaceLockLease), recoverTimeout,
+				func(ctx context.Context) (bool, string, error) {
+					pods, err := b.runningPods(ctx, c)
+					if err != nil || len(pods) != 1 {
+						return false, fmt.Sprintf("running pods: %d, %v", len(pods), err), nil
+					}
+					pod = pods[0]
+					l, err := c.Kube().CoordinationV1().Leases(ns).Get(ctx, install.NamespaceLockLease, metav1.GetOptions{})
+					if err != nil {
+						return false, err.Error(), nil
+					}
+					return holderOf(l) == pod.Name, describeLease(l), nil
+				})
+			t.Logf("%s pod %s holds the Lease without a storable certificate", b, pod.Name)
+
+			deadline := time.Now().Add(uncertifiedWatch)
+			for time.Now().Before(deadline) {
+				got, err := c.Kube().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+				expect.NoError(t, err, "reading pod %s/%s", pod.Namespace, pod.Name)
+				if podReady(got) {
+					expect.Fatalf(t, "expected %s pod %s not to be Ready while its serving certificate cannot be stored (Secret %s/%s deleted, its RoleBinding removed); it reported Ready: %s",
+						b, pod.Name, b.rel.Namespace, b.rel.SecretName(), install.PodState(got))
+				}
+				time.Sleep(probeEvery)
+			}
+
+			before := readLease(ctx, t, c, ns)
+			released := watchRelease(ctx, t, c, ns, before)
+			stoppedAt, _ := s.stopB(ctx, t, c)
+			gone := time.Since(stoppedAt)
+			l := released()
+			after := readLease(ctx, t, c, ns)
+			switch {
+			case l == nil:
+				expect.Errorf(t, "expected %s pod %s, stopped (scaled to 0) while it waited for a certificate, to delete Lease %s/%s before it exited; it was not deleted (now: %s)",
+					b, pod.Name, ns, install.NamespaceLockLease, describeLease(after))
+			case holderOf(l) != pod.Name:
+				expect.Errorf(t, "expected the released Lease %s/%s to be held by the stopped pod %s; it was %s", ns, install.NamespaceLockLease, pod.Name, describeLease(l))
+			default:
+				t.Logf("pod %s released Lease %s/%s; the pod was gone %.2fs after the stop", pod.Name, ns, install.NamespaceLockLease, gone.Seconds())
+			}
+			suite.Note(ctx, t, "podGoneSeconds", round3(gone.Seconds()))
+			return ctx
+		}).
+		Feature()
+}
+
+// certificateRoleBinding is the RoleBinding that lets B store its serving certificate in its
+// Secret (automatic mode): <operator>-certs in the release namespace.
+func certificateRoleBinding(r *install.Release) string { return r.DeploymentName() + "-certs" }
+
+// removeCertificateRights deletes B's certificate RoleBinding and then its Secret, so a new
+// pod of B can neither read nor store a certificate; it returns the RoleBinding to restore.
+func (s *scenarios) removeCertificateRights(ctx context.Context, t *testing.T, c *suite.Cluster) *rbacv1.RoleBinding {
+	t.Helper()
+	b := s.opB()
+	rbs := c.Kube().RbacV1().RoleBindings(b.rel.Namespace)
+	rb, err := rbs.Get(ctx, certificateRoleBinding(b.rel), metav1.GetOptions{})
+	expect.NoError(t, err, "reading RoleBinding %s/%s (the chart's, automatic mode)", b.rel.Namespace, certificateRoleBinding(b.rel))
+	expect.NoError(t, rbs.Delete(ctx, rb.Name, metav1.DeleteOptions{}), "deleting RoleBinding %s/%s", rb.Namespace, rb.Name)
+	err = c.Kube().CoreV1().Secrets(b.rel.Namespace).Delete(ctx, b.rel.SecretName(), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		expect.Fatalf(t, "deleting Secret %s/%s: %v", b.rel.Namespace, b.rel.SecretName(), err)
+	}
+	t.Logf("deleted RoleBinding %s/%s and Secret %s/%s", rb.Namespace, rb.Name, b.rel.Namespace, b.rel.SecretName())
+	return rb
+}
+
+// restoreCertificateRights is M9's cleanup: the RoleBinding back as the chart made it, and B
+// restarted so it stores a new certificate and takes its namespace again.
+func (s *scenarios) restoreCertificateRights(ctx context.Context, t *testing.T, c *suite.Cluster, rb *rbacv1.RoleBinding) {
+	t.Helper()
+	restored := rb.DeepCopy()
+	restored.ObjectMeta = metav1.ObjectMeta{Name: rb.Name, Namespace: rb.Namespace, Labels: rb.Labels, Annotations: rb.Annotations}
+	_, err := c.Kube().RbacV1().RoleBindings(rb.Namespace).Create(ctx, restored, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		expect.Errorf(t, "restoring RoleBinding %s/%s: %v", rb.Namespace, rb.Name, err)
+		return
+	}
+	s.scaleB(ctx, t, c, 0)
+	expect.Eventually(ctx, t, "every pod of "+s.opB().String()+" to be gone", recoverTimeout, func(ctx context.Context) (bool, string, error) {
+		pods, err := install.OperatorPods(ctx, c.Kube(), s.opB().rel)
+		if err != nil && !errors.Is(err, install.ErrNoPods) {
+			return false, err.Error(), nil
+		}
+		return len(pods) == 0, fmt.Sprintf("%d pods", len(pods)), nil
+	})
+	s.startB(ctx, t, c)
+}
+
+// podReady reports the pod's Ready condition.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
