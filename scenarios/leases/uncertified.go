@@ -24,10 +24,15 @@ import (
 // long enough for a readiness probe to have reported it ready, were it wrong to.
 const uncertifiedWatch = 5 * time.Second
 
+// uncertifiedStopSlack bounds how much longer than its preStop sleep B may take to exit
+// (webhook drain, releasing the Lease; about 2 s here, 30 s when shutdown waits for the
+// certificate).
+const uncertifiedStopSlack = 10 * time.Second
+
 // uncertifiedStop is M9: a restricted operator whose certificate never becomes loadable — it
 // took its namespace's Lease, but its serving certificate cannot be stored (the RoleBinding
 // for its Secret is gone, and so is the Secret) — is never reported Ready, and when it stops
-// it still releases the Lease at once. An exit path that skips the release while the webhook
+// it still exits promptly and releases the Lease. An exit path that skips the release while the webhook
 // server waits for a certificate would leave the namespace validated by nobody until the
 // Lease expires (and, with a frozen shutdown, until the pod is killed).
 func (s *scenarios) uncertifiedStop() types.Feature {
@@ -75,6 +80,10 @@ func (s *scenarios) uncertifiedStop() types.Feature {
 			released := watchRelease(ctx, t, c, ns, before)
 			stoppedAt, _ := s.stopB(ctx, t, c)
 			gone := time.Since(stoppedAt)
+			if bound := preStopSleep(&pod) + uncertifiedStopSlack; gone > bound {
+				expect.Errorf(t, "expected %s pod %s, stopped while it waited for a certificate, to exit within its preStop sleep + %s (%s); it took %.2fs — a shutdown that waits for a certificate holds %s for the whole grace period",
+					b, pod.Name, uncertifiedStopSlack, bound, gone.Seconds(), ns)
+			}
 			l := released()
 			after := readLease(ctx, t, c, ns)
 			switch {
