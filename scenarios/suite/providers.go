@@ -42,7 +42,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.operatorVersion, "operator-version", envOr("GAUNTLET_OPERATOR_VERSION", DefaultOperatorVersion), "Version stamped into the operator under test (env GAUNTLET_OPERATOR_VERSION).")
 	fs.StringVar(&o.output, "e2e-output", os.Getenv("GAUNTLET_E2E_OUTPUT"), "Directory of the suites' reports (default <workspace>/_output/e2e; env GAUNTLET_E2E_OUTPUT).")
 	fs.StringVar(&o.clusterName, "cluster-name", "", "Cluster name (default e2e-<suite>, plus -<pid> unless the cluster is kept).")
-	fs.StringVar(&o.coverDir, "cover-dir", os.Getenv("GAUNTLET_COVER_DIR"), "Run a coverage-instrumented operator whose processes write their counters into this directory (local provider only; env GAUNTLET_COVER_DIR; make e2e COVER=1).")
+	fs.StringVar(&o.coverDir, "cover-dir", os.Getenv("GAUNTLET_COVER_DIR"), "Run a coverage-instrumented operator whose processes write their counters into DIR/<suite> (local provider only; env GAUNTLET_COVER_DIR; make e2e COVER=1).")
 }
 
 func envOr(key, def string) string {
@@ -64,7 +64,8 @@ func (o *options) complete(suite string) error {
 		if o.keepCluster {
 			return errors.New("--cover-dir with --keep-cluster: a kept cluster's operator never exits, so its coverage is never written; drop one of them (COVER=1 or KEEP_CLUSTER=1)")
 		}
-		abs, err := filepath.Abs(o.coverDir)
+		// One directory per suite, so a report can say which suite reached a line.
+		abs, err := filepath.Abs(filepath.Join(o.coverDir, suite))
 		if err != nil {
 			return fmt.Errorf("--cover-dir %q: %w", o.coverDir, err)
 		}

@@ -69,16 +69,18 @@ type Report struct {
 // Build reads the counters in e2eDir (and unitDir, when set), writes the profiles, HTML pages
 // and summary into outDir, and returns the report. root is the workspace the operator's
 // sources are in.
-func Build(ctx context.Context, root, e2eDir, unitDir, outDir string) (*Report, error) {
-	if err := hasCounters(e2eDir); err != nil {
+func Build(ctx context.Context, root, e2eRoot, unitDir, outDir string) (*Report, error) {
+	e2eDirs, err := CounterDirs(e2eRoot)
+	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(outDir, 0o750); err != nil {
 		return nil, err
 	}
+	e2eDir := strings.Join(e2eDirs, ",")
 	inputs := e2eDir
 	if unitDir != "" {
-		if err := hasCounters(unitDir); err != nil {
+		if _, err := CounterDirs(unitDir); err != nil {
 			return nil, err
 		}
 		inputs += "," + unitDir
@@ -150,19 +152,35 @@ func Build(ctx context.Context, root, e2eDir, unitDir, outDir string) (*Report, 
 	return r, nil
 }
 
-// hasCounters fails naming dir when it holds no coverage counters: the instrumented binaries
-// never exited normally there (killed, or never started).
-func hasCounters(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("coverage counters: %w", err)
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "covcounters.") {
-			return nil
+// CounterDirs are the directories under root (root itself, and its subdirectories: one per
+// suite, as --cover-dir writes them) that hold coverage counters. It fails naming root when
+// there are none: no instrumented process exited normally there (killed, or never started).
+func CounterDirs(root string) ([]string, error) {
+	var dirs []string
+	for _, dir := range append([]string{root}, subdirs(root)...) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("coverage counters: %w", err)
+		}
+		if slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "covcounters.") }) {
+			dirs = append(dirs, dir)
 		}
 	}
-	return fmt.Errorf("no coverage counters (covcounters.*) in %s: no coverage-instrumented process exited normally there (was the suite run with --cover-dir, on the local provider?)", dir)
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("no coverage counters (covcounters.*) in %s or its subdirectories: no coverage-instrumented process exited normally there (was the suite run with --cover-dir, on the local provider?)", root)
+	}
+	return dirs, nil
+}
+
+func subdirs(root string) []string {
+	entries, _ := os.ReadDir(root) // CounterDirs reports an unreadable root
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, filepath.Join(root, e.Name()))
+		}
+	}
+	return out
 }
 
 func goTool(ctx context.Context, root string, args ...string) ([]byte, error) {

@@ -1,6 +1,8 @@
 package coverage
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,5 +63,18 @@ func TestMarkdownNamesWhatE2ENeverEnters(t *testing.T) {
 func TestBuildFailsClearlyWithoutCounters(t *testing.T) {
 	dir := t.TempDir()
 	_, err := Build(t.Context(), ".", dir, "", t.TempDir())
-	require.ErrorContains(t, err, "no coverage counters (covcounters.*) in "+dir)
+	require.ErrorContains(t, err, "no coverage counters (covcounters.*) in "+dir+" or its subdirectories")
+}
+
+func TestCounterDirsFindsOneDirectoryPerSuite(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"autocert", "hostile", "empty"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(root, d), 0o750))
+	}
+	for _, d := range []string{"autocert", "hostile"} {
+		require.NoError(t, os.WriteFile(filepath.Join(root, d, "covcounters.abc.1.2"), nil, 0o600))
+	}
+	dirs, err := CounterDirs(root)
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(root, "autocert"), filepath.Join(root, "hostile")}, dirs)
 }
