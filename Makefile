@@ -128,7 +128,17 @@ e2e: control-plane ## Every suite under e2e/ (PROVIDER, K8S_VERSION, LABELS, KEE
 	go run ./scenarios/report/cmd/e2e-summary -dir $(E2E_OUTPUT) $(if $(filter 1,$(COVER)),-coverage $(COVER_OUTPUT)) || failed=1; \
 	exit $$failed
 
+# Mutation testing through the suites (local provider): MUTANTS mutants that compile, picked
+# by MUTATE_SEED; per-suite coverage from a `make e2e COVER=1` of the same sources, if any.
+MUTANTS     ?= 40
+MUTATE_SEED ?= 1
+
+.PHONY: mutate
+mutate: control-plane ## Mutation testing of the operator and chart through the e2e suites: _output/mutate/report.md (MUTANTS, MUTATE_SEED).
+	@go run ./scenarios/cmd/gauntlet-mutate -mutants $(MUTANTS) -seed $(MUTATE_SEED) -out $(OUTPUT)/mutate -coverage $(COVER_OUTPUT)/e2e
+
 .PHONY: coverage-report
+
 coverage-report: ## Operator coverage: the counters of COVER=1 suites (_output/coverage/e2e) with the operator's unit and envtest tests, as _output/coverage/.
 	@echo "• operator unit and envtest tests with coverage (-test.gocoverdir=$(COVER_OUTPUT)/unit)"
 	@rm -rf $(COVER_OUTPUT)/unit && mkdir -p $(COVER_OUTPUT)/unit

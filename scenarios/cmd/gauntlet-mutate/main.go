@@ -1,0 +1,66 @@
+// Command gauntlet-mutate is mutation testing of the operator and its chart through the e2e
+// suites on the local provider (`make mutate`): see package mutate and the README.
+//
+//	go run ./scenarios/cmd/gauntlet-mutate -mutants 40 -seed 1 -out _output/mutate -coverage _output/coverage/e2e
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/mutate"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+)
+
+func main() {
+	var o mutate.Options
+	flag.IntVar(&o.Mutants, "mutants", 40, "how many mutants that compile to judge (MUTANTS)")
+	flag.Uint64Var(&o.Seed, "seed", 1, "picks the mutants; the same seed and sources pick the same ones (MUTATE_SEED)")
+	flag.StringVar(&o.Out, "out", "_output/mutate", "report directory (report.md, result.json; workspace/ is the scratch copy)")
+	flag.StringVar(&o.Coverage, "coverage", "_output/coverage/e2e", "per-suite coverage of the same sources (make e2e COVER=1); suites missing there get a baseline run")
+	list := flag.Bool("list", false, "print every candidate mutant and exit")
+	flag.Parse()
+	root, err := workspace.Root()
+	if err != nil {
+		fail(err)
+	}
+	o.Root, o.Log = root, os.Stdout
+	if *list {
+		cands, err := mutate.Candidates(root)
+		if err != nil {
+			fail(err)
+		}
+		for _, m := range cands {
+			fmt.Printf("%s\t%s\n", m.ID(), m.Change)
+		}
+		return
+	}
+	if o.Mutants < 1 {
+		fail(fmt.Errorf("-mutants %d: judge at least one", o.Mutants))
+	}
+	for _, p := range []*string{&o.Out, &o.Coverage} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(root, *p)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := mutate.Run(ctx, o)
+	if r != nil {
+		fmt.Println(r.Headline())
+		fmt.Println("report:", filepath.Join(o.Out, mutate.ReportFile))
+	}
+	if err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "gauntlet-mutate:", err)
+	os.Exit(1)
+}

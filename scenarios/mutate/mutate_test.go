@@ -1,0 +1,92 @@
+package mutate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const source = `package p
+
+import "log"
+
+const limit = 7
+
+func f(a, b int, err error) int {
+	if a < b && err != nil {
+		log.Println("x")
+		g()
+		return 3
+	}
+	return 0
+}
+
+func g() {}
+`
+
+func TestGoMutantsAndApply(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.go"), []byte(source), 0o600))
+	ms, err := GoMutants(root, "p.go")
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, m := range ms {
+		out, err := m.Apply([]byte(source))
+		require.NoError(t, err)
+		lines := strings.Split(string(out), "\n")
+		got[m.ID()] = strings.TrimSpace(lines[m.Line-1])
+	}
+	assert.Equal(t, map[string]string{
+		"p.go:8:negate-condition": "if !(a < b && err != nil) {",
+		"p.go:8:flip-logical":     "if a < b || err != nil {",
+		"p.go:8:flip-comparison":  "if a <= b && err != nil {",
+		"p.go:10:drop-call":       "_ = 0",
+		"p.go:11:zero-constant":   "return 0",
+	}, got, "log calls, `err != nil` flips, const declarations and zero literals are not mutated")
+}
+
+func TestApplyRejectsARangeOutsideTheFile(t *testing.T) {
+	_, err := Mutant{File: "p.go", Line: 1, Operator: OpDropCall, Start: 5, End: 50}.Apply([]byte("short"))
+	require.ErrorContains(t, err, "mutant p.go:1:drop-call: range [5,50) outside the file's 5 bytes")
+}
+
+func TestTemplateMutantsDropKeyLinesOnly(t *testing.T) {
+	root := t.TempDir()
+	tpl := "{{- if .Values.x }}\napiVersion: v1\nkind: Service\nmetadata:\n  name: x\nspec:\n  port: 443\n  args:\n  - --flag\n{{- end }}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(root, "s.yaml"), []byte(tpl), 0o600))
+	ms, err := TemplateMutants(root, "s.yaml")
+	require.NoError(t, err)
+	require.Len(t, ms, 2)
+	out, err := ms[0].Apply([]byte(tpl))
+	require.NoError(t, err)
+	assert.NotContains(t, string(out), "port: 443")
+	assert.Contains(t, string(out), "spec:\n  args:\n  - --flag\n")
+	assert.Equal(t, 9, ms[1].Line)
+}
+
+func TestCoverageMapFindsTheSuitesReachingALine(t *testing.T) {
+	profile := filepath.Join(t.TempDir(), "p.out")
+	require.NoError(t, os.WriteFile(profile, []byte("mode: atomic\n"+
+		modulePath+"operator/internal/certs/a.go:10.2,14.3 3 5\n"+
+		modulePath+"operator/internal/certs/a.go:20.2,21.3 1 0\n"), 0o600))
+	m := coverageMap{}
+	require.NoError(t, m.add("autocert", profile))
+	require.NoError(t, m.add("hostile", profile))
+	assert.Equal(t, []string{"hostile", "autocert"}, m.suitesReaching("operator/internal/certs/a.go", 12), "cheapest suite first")
+	assert.Empty(t, m.suitesReaching("operator/internal/certs/a.go", 20), "a block never executed reaches nobody")
+}
+
+func TestReportListsSurvivorsFirst(t *testing.T) {
+	r := &Report{Seed: 3, Candidates: 10, NotViable: 1, Outcomes: []Outcome{
+		{Mutant: Mutant{File: "a.go", Line: 1, Operator: OpDropCall, Change: "`x()` removed"}, Killed: true, By: "C3", Suite: "autocert", Message: "expected a | b"},
+		{Mutant: Mutant{File: "b.go", Line: 2, Operator: OpZeroConstant, Change: "`5` → `0`"}},
+	}}
+	md := r.Markdown()
+	assert.Contains(t, md, "mutation score 50 %: 1 of 2 mutants killed, 1 survived (seed 3; 1 more did not compile; 10 candidates")
+	assert.Contains(t, md, "| `b.go:2:zero-constant` | `5` → `0` | none reaches this line |")
+	assert.Contains(t, md, "killed by C3 (autocert): expected a \\| b")
+}

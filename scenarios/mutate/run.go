@@ -1,0 +1,389 @@
+package mutate
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/report"
+	"github.com/gauntlet-dev/gauntlet/scenarios/report/coverage"
+)
+
+// Suites are the e2e suites a mutant may run against, cheapest first: a mutant runs the
+// suites that reach it in this order and stops at the first that kills it.
+var Suites = []string{"hostile", "certmanager", "externalcert", "troubleshooting", "multioperator", "autocert"}
+
+// GoTargets are the directories whose Go files are mutated: the webhook server and rules,
+// certificates, lease coordination, and the operator's main.
+var GoTargets = []string{
+	"operator/internal/webhook",
+	"operator/internal/webhook/defaulting",
+	"operator/internal/webhook/validation",
+	"operator/internal/certs",
+	"operator/internal/namespacescope",
+	"operator/cmd/dynamo-operator",
+}
+
+// TemplateTargets are the chart template directories whose lines are dropped.
+var TemplateTargets = []string{"charts/dynamo-operator/templates"}
+
+// Options of a mutation run.
+type Options struct {
+	// Root is the workspace; Out the report directory (its workspace/ is the scratch copy).
+	Root, Out string
+	// Mutants is how many mutants that compile to judge; Seed picks them.
+	Mutants int
+	Seed    uint64
+	// Coverage is a directory of per-suite counter directories (make e2e COVER=1 writes
+	// _output/coverage/e2e) from the same sources; when it lacks a suite, that suite's baseline
+	// runs first.
+	Coverage string
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// Outcome of one mutant.
+type Outcome struct {
+	Mutant Mutant `json:"mutant"`
+	// Killed is true when a suite failed against the mutant.
+	Killed bool `json:"killed"`
+	// By is the scenario that failed first ("" when survived) and Message its first line.
+	By, Suite, Message string
+	// Suites are the suites run against it; none when no suite reaches its line.
+	Suites  []string `json:"suites"`
+	Seconds float64  `json:"seconds"`
+}
+
+// Run generates the mutants, judges Mutants of them that compile, and writes the report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	start := time.Now()
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(o.Log, "[%6.0fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	}
+	candidates, err := Candidates(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	logf("%d candidate mutants in %s and %s; judging %d (seed %d)", len(candidates),
+		strings.Join(GoTargets, ", "), strings.Join(TemplateTargets, ", "), o.Mutants, o.Seed)
+	scratch := filepath.Join(o.Out, "workspace")
+	if err := copyWorkspace(ctx, o.Root, scratch); err != nil {
+		return nil, err
+	}
+	reach, err := suiteCoverage(ctx, o, scratch, logf)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 0x6d7574616e74)) //nolint:gosec // G404: a reproducible sample, not a secret
+	rng.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
+
+	r := &Report{Seed: o.Seed, Candidates: len(candidates)}
+	for _, m := range candidates {
+		if len(r.Outcomes) == o.Mutants {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		out, viable, err := judge(ctx, o, scratch, m, reach, logf)
+		if err != nil {
+			return r, err
+		}
+		if !viable {
+			r.NotViable++
+			continue
+		}
+		r.Outcomes = append(r.Outcomes, out)
+		verdict := "survived"
+		if out.Killed {
+			verdict = fmt.Sprintf("killed by %s (%s)", out.By, out.Suite)
+		}
+		logf("mutant %d/%d %s %s: %s", len(r.Outcomes), o.Mutants, m.ID(), m.Change, verdict)
+	}
+	r.Seconds = time.Since(start).Seconds()
+	return r, r.Write(o.Out)
+}
+
+// Candidates are every mutant of the targets, in a stable order.
+func Candidates(root string) ([]Mutant, error) {
+	var all []Mutant
+	for _, dir := range GoTargets {
+		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			rel, _ := filepath.Rel(root, f) // f is under root
+			ms, err := GoMutants(root, rel)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, ms...)
+		}
+	}
+	for _, dir := range TemplateTargets {
+		files, err := filepath.Glob(filepath.Join(root, dir, "*.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			rel, _ := filepath.Rel(root, f) // f is under root
+			ms, err := TemplateMutants(root, rel)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, ms...)
+		}
+	}
+	slices.SortStableFunc(all, func(a, b Mutant) int {
+		if c := strings.Compare(a.File, b.File); c != 0 {
+			return c
+		}
+		return a.Start - b.Start
+	})
+	return all, nil
+}
+
+// judge applies m in the scratch copy, builds the operator, and runs the suites that reach
+// m's line until one fails. viable is false when the mutant does not compile.
+func judge(ctx context.Context, o Options, scratch string, m Mutant, reach coverageMap, logf func(string, ...any)) (out Outcome, viable bool, err error) {
+	out.Mutant = m
+	path := filepath.Join(scratch, m.File)
+	orig, err := os.ReadFile(path) //nolint:gosec // G304: the scratch copy's file
+	if err != nil {
+		return out, false, err
+	}
+	mutated, err := m.Apply(orig)
+	if err != nil {
+		return out, false, err
+	}
+	if err := os.WriteFile(path, mutated, 0o600); err != nil {
+		return out, false, err
+	}
+	defer func() {
+		if werr := os.WriteFile(path, orig, 0o600); werr != nil && err == nil {
+			err = fmt.Errorf("restoring %s in the scratch copy: %w", m.File, werr)
+		}
+	}()
+	start := time.Now()
+	if strings.HasSuffix(m.File, ".go") {
+		if msg, berr := command(ctx, scratch, nil, "go", "build", "-o", os.DevNull, "./operator/cmd/dynamo-operator"); berr != nil {
+			logf("mutant %s does not compile, not counted: %s", m.ID(), firstLine(msg))
+			return out, false, nil
+		}
+	}
+	suites := Suites
+	if strings.HasSuffix(m.File, ".go") {
+		suites = reach.suitesReaching(m.File, m.Line)
+	}
+	for _, s := range suites {
+		out.Suites = append(out.Suites, s)
+		dir := filepath.Join(o.Out, "runs", strings.NewReplacer("/", "_", ":", "_").Replace(m.ID()))
+		killed, by, msg, rerr := runSuite(ctx, scratch, s, dir, "")
+		if rerr != nil {
+			return out, false, rerr
+		}
+		if killed {
+			out.Killed, out.By, out.Suite, out.Message = true, by, s, msg
+			break
+		}
+	}
+	out.Seconds = time.Since(start).Seconds()
+	return out, true, nil
+}
+
+// runSuite runs one suite from workspace dir with --fail-fast; killed is true when a scenario
+// failed (by: its ID, msg: its message's first line). coverDir, when set, collects coverage.
+func runSuite(ctx context.Context, workspace, suite, outDir, coverDir string) (killed bool, by, msg string, err error) {
+	args := []string{"test", "-count=1", "-timeout", "30m", "./e2e/" + suite, "-args",
+		"--provider=local", "--fail-fast", "--operator-version=mutant", "--e2e-output=" + outDir, "--cluster-name=mutate-" + suite}
+	if coverDir != "" {
+		args = append(args, "--cover-dir="+coverDir)
+	}
+	env := []string{"GAUNTLET_ROOT=" + workspace, "GAUNTLET_FAILOVER_PLAN=quick"}
+	log, runErr := command(ctx, workspace, env, "go", args...)
+	if ctx.Err() != nil {
+		return false, "", "", ctx.Err()
+	}
+	sum, rerr := report.ReadSummary(filepath.Join(outDir, suite, report.SummaryFile))
+	if rerr != nil {
+		if runErr != nil {
+			// No summary at all: the suite did not get as far as reporting (the mutant broke
+			// the build of the harness or crashed it): that is a kill, by the suite itself.
+			return true, "suite", firstLine(lastLines(log, 3)), nil
+		}
+		return false, "", "", rerr
+	}
+	for _, sc := range sum.Scenarios {
+		if sc.Result == report.Failed {
+			return true, sc.ID, firstLine(sc.Message()), nil
+		}
+	}
+	if runErr != nil {
+		return true, "suite", firstLine(lastLines(log, 3)), nil
+	}
+	return false, "", "", nil
+}
+
+// suiteCoverage maps lines to the suites that execute them, from o.Coverage where it has a
+// suite's counters and from a coverage baseline run of the unmutated scratch copy otherwise.
+// A baseline suite that fails stops the run: a red suite kills every mutant.
+func suiteCoverage(ctx context.Context, o Options, scratch string, logf func(string, ...any)) (coverageMap, error) {
+	m := coverageMap{}
+	for _, s := range Suites {
+		dir := filepath.Join(o.Coverage, s)
+		if _, err := coverage.CounterDirs(dir); err != nil || o.Coverage == "" {
+			dir = filepath.Join(o.Out, "baseline", "coverage", s)
+			logf("baseline: suite %s with coverage (no counters of it in %q)", s, o.Coverage)
+			killed, by, msg, err := runSuite(ctx, scratch, s, filepath.Join(o.Out, "baseline"), filepath.Join(o.Out, "baseline", "coverage"))
+			if err != nil {
+				return nil, err
+			}
+			if killed {
+				return nil, fmt.Errorf("suite %s fails without any mutant (%s: %s): fix it before mutation testing", s, by, msg)
+			}
+		} else {
+			logf("baseline: suite %s's coverage from %s", s, dir)
+		}
+		profile := filepath.Join(o.Out, "baseline", s+".out")
+		if msg, err := command(ctx, scratch, nil, "go", "tool", "covdata", "textfmt", "-i="+dir, "-o="+profile); err != nil {
+			return nil, fmt.Errorf("go tool covdata textfmt -i=%s: %w: %s", dir, err, msg)
+		}
+		if err := m.add(s, profile); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// coverageMap is, per workspace file, the executed blocks of each suite.
+type coverageMap map[string][]block
+
+type block struct {
+	suite              string
+	startLine, endLine int
+}
+
+const modulePath = "github.com/gauntlet-dev/gauntlet/"
+
+// add reads a text coverage profile ("<pkg>/<file>:<l>.<c>,<l>.<c> <stmts> <count>").
+func (m coverageMap) add(suite, profile string) error {
+	f, err := os.Open(profile) //nolint:gosec // G304: the profile this run wrote
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }() // read only
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "mode:") {
+			continue
+		}
+		file, rest, ok := strings.Cut(line, ":")
+		fields := strings.Fields(rest)
+		if !ok || len(fields) != 3 {
+			return fmt.Errorf("%s: unexpected line %q", profile, line)
+		}
+		if fields[2] == "0" {
+			continue
+		}
+		span := strings.Split(fields[0], ",")
+		startLine, err1 := strconv.Atoi(strings.Split(span[0], ".")[0])
+		endLine, err2 := strconv.Atoi(strings.Split(span[len(span)-1], ".")[0])
+		if err := errors.Join(err1, err2); err != nil {
+			return fmt.Errorf("%s: %q: %w", profile, line, err)
+		}
+		rel := strings.TrimPrefix(file, modulePath)
+		m[rel] = append(m[rel], block{suite: suite, startLine: startLine, endLine: endLine})
+	}
+	return sc.Err()
+}
+
+// suitesReaching are the suites that executed file:line, in Suites order.
+func (m coverageMap) suitesReaching(file string, line int) []string {
+	var out []string
+	for _, s := range Suites {
+		if slices.ContainsFunc(m[file], func(b block) bool { return b.suite == s && b.startLine <= line && line <= b.endLine }) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// copyWorkspace copies the workspace's files that git knows of or would (tracked and
+// untracked, not ignored) into dst, afresh.
+func copyWorkspace(ctx context.Context, root, dst string) error {
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	list, err := command(ctx, root, nil, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	if err != nil {
+		return fmt.Errorf("listing the workspace's files: %w: %s", err, list)
+	}
+	for _, rel := range strings.Split(strings.TrimRight(list, "\x00"), "\x00") {
+		src := filepath.Join(root, rel)
+		info, err := os.Lstat(src)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted in the working tree
+		}
+		if err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			continue
+		}
+		raw, err := os.ReadFile(src) //nolint:gosec // G304: the workspace's own files
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+			return err
+		}
+		if err := os.WriteFile(target, raw, info.Mode().Perm()); err != nil { //nolint:gosec // G306: keeps the file's own mode (scripts stay executable)
+			return err
+		}
+	}
+	return nil
+}
+
+func command(ctx context.Context, dir string, env []string, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...) //nolint:gosec // G204: go and git with arguments this package builds
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	err := cmd.Run()
+	return b.String(), err
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:197] + "…"
+	}
+	return s
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], " | ")
+}
