@@ -195,10 +195,11 @@ func goTool(ctx context.Context, root string, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-var percentLine = regexp.MustCompile(`^\s*(\S+)\s+coverage:\s+([0-9.]+)% of statements`)
+var percentEntry = regexp.MustCompile(`(\S+)\s+coverage:\s+([0-9.]+)% of statements`)
 
-// ParsePercent reads `go tool covdata percent`: one "<package> coverage: N% of statements"
-// line per package.
+// ParsePercent reads `go tool covdata percent`: "<package> coverage: N% of statements" per
+// package. A package without statements gets its name and no newline, so the next package's
+// entry follows on the same line; such a package is left out.
 func ParsePercent(out []byte) (map[string]float64, error) {
 	pcts := map[string]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -207,15 +208,17 @@ func ParsePercent(out []byte) (map[string]float64, error) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		m := percentLine.FindStringSubmatch(line)
-		if m == nil {
+		entries := percentEntry.FindAllStringSubmatch(line, -1)
+		if entries == nil {
 			return nil, fmt.Errorf("go tool covdata percent: unexpected line %q", line)
 		}
-		v, err := strconv.ParseFloat(m[2], 64)
-		if err != nil {
-			return nil, fmt.Errorf("go tool covdata percent: %q: %w", line, err)
+		for _, m := range entries {
+			v, err := strconv.ParseFloat(m[2], 64)
+			if err != nil {
+				return nil, fmt.Errorf("go tool covdata percent: %q: %w", line, err)
+			}
+			pcts[m[1]] = v
 		}
-		pcts[m[1]] = v
 	}
 	return pcts, sc.Err()
 }

@@ -12,12 +12,15 @@ import (
 
 func TestParsePercent(t *testing.T) {
 	out := []byte("\tgithub.com/gauntlet-dev/gauntlet/operator/internal/certs\t\tcoverage: 71.4% of statements\n" +
-		"\tgithub.com/gauntlet-dev/gauntlet/operator/api/v1beta1\t\tcoverage: 0.0% of statements\n")
+		"\tgithub.com/gauntlet-dev/gauntlet/operator/api/v1beta1\t\tcoverage: 0.0% of statements\n" +
+		// A package without statements: its name, no newline (what go 1.26 prints).
+		"\tgithub.com/gauntlet-dev/gauntlet/operator/internal/version\t\t\tgithub.com/gauntlet-dev/gauntlet/operator/internal/webhook\t\tcoverage: 64.2% of statements\n")
 	got, err := ParsePercent(out)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]float64{
-		"github.com/gauntlet-dev/gauntlet/operator/internal/certs": 71.4,
-		"github.com/gauntlet-dev/gauntlet/operator/api/v1beta1":    0,
+		"github.com/gauntlet-dev/gauntlet/operator/internal/certs":   71.4,
+		"github.com/gauntlet-dev/gauntlet/operator/api/v1beta1":      0,
+		"github.com/gauntlet-dev/gauntlet/operator/internal/webhook": 64.2,
 	}, got)
 
 	_, err = ParsePercent([]byte("warning: something else\n"))
