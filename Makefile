@@ -138,7 +138,6 @@ mutate: control-plane ## Mutation testing of the operator and chart through the 
 	@go run ./scenarios/cmd/gauntlet-mutate -mutants $(MUTANTS) -seed $(MUTATE_SEED) -out $(OUTPUT)/mutate -coverage $(COVER_OUTPUT)/e2e
 
 .PHONY: coverage-report
-
 coverage-report: ## Operator coverage: the counters of COVER=1 suites (_output/coverage/e2e) with the operator's unit and envtest tests, as _output/coverage/.
 	@echo "• operator unit and envtest tests with coverage (-test.gocoverdir=$(COVER_OUTPUT)/unit)"
 	@rm -rf $(COVER_OUTPUT)/unit && mkdir -p $(COVER_OUTPUT)/unit
@@ -146,7 +145,6 @@ coverage-report: ## Operator coverage: the counters of COVER=1 suites (_output/c
 	  -args -test.gocoverdir=$(CURDIR)/$(COVER_OUTPUT)/unit > $(COVER_OUTPUT)/unit-tests.log 2>&1 \
 	  || { tail -30 $(COVER_OUTPUT)/unit-tests.log; echo "✗ operator tests failed; full log: $(COVER_OUTPUT)/unit-tests.log"; exit 1; }
 	@go run ./scenarios/report/cmd/e2e-coverage -e2e $(COVER_OUTPUT)/e2e -unit $(COVER_OUTPUT)/unit -out $(COVER_OUTPUT)
-
 
 .PHONY: e2e-auto-certs
 e2e-auto-certs: control-plane ## Suite e2e/autocert: automatic certificate mode and admission scenarios.

@@ -31,7 +31,6 @@ type Request struct {
 	// CoverDir, when set, asks for a coverage-instrumented operator whose processes write their
 	// counters there when they exit (`make e2e COVER=1`). Only the local provider offers it.
 	CoverDir string
-
 	// Progress receives the provider's own step lines.
 	Progress io.Writer
 	// Step runs one named step of the suite's progress.

@@ -38,7 +38,6 @@ func containerEnv(ctx context.Context, src objectSource, pod *corev1.Pod, c *cor
 	if coverDir != "" {
 		vars.set("GOCOVERDIR", coverDir)
 	}
-
 	if api.host != "" {
 		hostPort := fmt.Sprintf("%s:%d", api.host, api.port)
 		if strings.Contains(api.host, ":") {

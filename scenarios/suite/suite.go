@@ -372,7 +372,6 @@ func (s *Suite) checkNoPrivateKeys() {
 }
 
 func (s *Suite) printSummary() {
-
 	sum := s.recorder.Summary()
 	var b strings.Builder
 	if err := report.RenderText(&b, []report.Summary{sum}); err == nil {

@@ -141,7 +141,6 @@ func (c *Config) resolvePaths(base string) {
 		&b.Kubectl, &b.Kwokctl, &b.Node, &b.CertManager, &c.Node.CoverDir} {
 		abs(p)
 	}
-
 	for repo, bin := range c.Images {
 		abs(&bin)
 		c.Images[repo] = bin

@@ -453,7 +453,6 @@ func nodeDaemon(cfg *Config, l layout) *daemon {
 			"--ready-file", nodeReadyFile(l),
 			"--cover-dir", cfg.Node.CoverDir,
 		},
-
 		dir:     l.nodeState(),
 		pidFile: filepath.Join(l.pids(), "gauntlet-node.pid"),
 		logFile: filepath.Join(l.logs(), "gauntlet-node.log"),

@@ -37,7 +37,6 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	if req.CoverDir != "" {
 		p.WithOpts(WithCoverDir(req.CoverDir))
 	}
-
 	if req.CertManager {
 		p.WithOpts(WithCertManager())
 	}
