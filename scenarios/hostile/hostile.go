@@ -198,7 +198,7 @@ func readyOperatorPod(ctx context.Context, t *testing.T, e *env) corev1.Pod {
 	expect.NoError(t, err, "listing the operator's pods")
 	var seen []string
 	for _, p := range pods {
-		if p.DeletionTimestamp == nil && podReady(&p) {
+		if p.DeletionTimestamp == nil && install.PodReady(&p) {
 			return p
 		}
 		seen = append(seen, install.PodState(&p))
@@ -207,26 +207,13 @@ func readyOperatorPod(ctx context.Context, t *testing.T, e *env) corev1.Pod {
 	return corev1.Pod{}
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func containerPort(t *testing.T, p *corev1.Pod, name string) int32 {
 	t.Helper()
-	for _, ct := range p.Spec.Containers {
-		for _, port := range ct.Ports {
-			if port.Name == name {
-				return port.ContainerPort
-			}
-		}
+	port, ok := install.ContainerPort(p, name)
+	if !ok {
+		expect.Fatalf(t, "expected pod %s/%s to have a container port named %q", p.Namespace, p.Name, name)
 	}
-	expect.Fatalf(t, "expected pod %s/%s to have a container port named %q", p.Namespace, p.Name, name)
-	return 0
+	return port
 }
 
 // dialTLS opens a connection by r and completes a TLS handshake as the API server does (the

@@ -114,7 +114,7 @@ func (w *watch) operatorHeld(ctx context.Context, t *testing.T) {
 					name, pod.Namespace, pod.Name, n, now[name], install.PodState(pod))
 			}
 		}
-		if !podReady(pod) {
+		if !install.PodReady(pod) {
 			expect.Errorf(t, "expected operator pod %s/%s to be Ready after the input; saw %s", pod.Namespace, pod.Name, install.PodState(pod))
 		}
 	}

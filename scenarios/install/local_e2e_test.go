@@ -77,7 +77,7 @@ func localCluster(t *testing.T) string {
 	}
 	shared.once.Do(func() {
 		ctx := context.Background()
-		operator, err := workspace.BuildOperator(ctx, stampedVersion)
+		operator, err := workspace.BuildOperator(ctx, stampedVersion, false)
 		if err != nil {
 			shared.err = err
 			return

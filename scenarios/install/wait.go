@@ -77,6 +77,28 @@ func deploymentState(ctx context.Context, kube kubernetes.Interface, d *appsv1.D
 	return strings.Join(parts, "; ")
 }
 
+// PodReady reports the pod's Ready condition.
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// ContainerPort is the number of the pod's container port called name.
+func ContainerPort(p *corev1.Pod, name string) (int32, bool) {
+	for _, ct := range p.Spec.Containers {
+		for _, port := range ct.Ports {
+			if port.Name == name {
+				return port.ContainerPort, true
+			}
+		}
+	}
+	return 0, false
+}
+
 // PodState is one line about a pod: phase, readiness, and each container's state.
 func PodState(p *corev1.Pod) string {
 	var b strings.Builder

@@ -69,7 +69,7 @@ func (s *scenarios) uncertifiedStop() types.Feature {
 			for time.Now().Before(deadline) {
 				got, err := c.Kube().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 				expect.NoError(t, err, "reading pod %s/%s", pod.Namespace, pod.Name)
-				if podReady(got) {
+				if install.PodReady(got) {
 					expect.Fatalf(t, "expected %s pod %s not to be Ready while its serving certificate cannot be stored (Secret %s/%s deleted, its RoleBinding removed); it reported Ready: %s",
 						b, pod.Name, b.rel.Namespace, b.rel.SecretName(), install.PodState(got))
 				}
@@ -142,14 +142,4 @@ func (s *scenarios) restoreCertificateRights(ctx context.Context, t *testing.T, 
 		return len(pods) == 0, fmt.Sprintf("%d pods", len(pods)), nil
 	})
 	s.startB(ctx, t, c)
-}
-
-// podReady reports the pod's Ready condition.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
