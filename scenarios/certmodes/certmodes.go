@@ -19,7 +19,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
-// Features are every certificate-mode scenario, C1–C10, and P3 and P4 (rotations and rollout
+// Features are every certificate-mode scenario, C1–C11, and P3 and P4 (rotations and rollout
 // restarts under load). Each carries the certmode label of the mode(s) it holds in, so a suite
 // runs only its own mode's scenarios.
 func Features() []types.Feature {
@@ -30,6 +30,7 @@ func Features() []types.Feature {
 		unusableSecretRegenerated(),
 		caFollowedAtRuntime(),
 		noStartupRace(),
+		servingOrder(),
 		certManagerIssuance(),
 		certManagerRenewal(),
 		externalSecretServed(),
