@@ -2,6 +2,7 @@ package suite
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -28,6 +29,9 @@ func (k keyFinding) String() string { return fmt.Sprintf("%s:%d", k.path, k.line
 // suites collect: users attach these directories to bug reports.
 func scanForPrivateKeys(dir string) ([]keyFinding, error) {
 	var found []keyFinding
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // nothing collected (a suite whose setup failed before writing)
+	}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

@@ -35,6 +35,12 @@ func TestScanForPrivateKeysFindsEveryPEMKeyKind(t *testing.T) {
 		"a certificate is not key material; every private-key header is, wherever it is")
 }
 
+func TestScanForPrivateKeysOfNothingCollected(t *testing.T) {
+	found, err := scanForPrivateKeys(filepath.Join(t.TempDir(), "never-written"))
+	require.NoError(t, err, "a suite whose setup failed before writing anything collected no key")
+	assert.Empty(t, found)
+}
+
 func TestKeyScanVerdict(t *testing.T) {
 	assert.Empty(t, keyScanVerdict("out", nil, nil))
 	assert.Contains(t, keyScanVerdict("out", nil, os.ErrPermission), "scanning out for private keys: permission denied")
