@@ -76,6 +76,6 @@ func keyScanVerdict(dir string, found []keyFinding, scanErr error) string {
 		}
 		places = append(places, f.String())
 	}
-	return fmt.Sprintf("private key material in what the suite collected (%d PEM private-key headers; logs and artifacts must never carry keys): %s",
+	return fmt.Sprintf("private key material in what the suite collected (PEM private-key headers: %d; logs and artifacts must never carry keys): %s",
 		len(found), strings.Join(places, ", "))
 }

@@ -50,7 +50,7 @@ func TestKeyScanVerdict(t *testing.T) {
 		many = append(many, keyFinding{path: "op.log", line: i})
 	}
 	msg := keyScanVerdict("out", many, nil)
-	assert.Contains(t, msg, "private key material in what the suite collected (12 PEM private-key headers")
+	assert.Contains(t, msg, "private key material in what the suite collected (PEM private-key headers: 12")
 	assert.Contains(t, msg, "op.log:1, op.log:2")
 	assert.Contains(t, msg, "op.log:10, … 2 more")
 	assert.NotContains(t, msg, "op.log:11")
