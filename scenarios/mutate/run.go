@@ -70,7 +70,7 @@ type Outcome struct {
 func Run(ctx context.Context, o Options) (*Report, error) {
 	start := time.Now()
 	logf := func(format string, args ...any) {
-		fmt.Fprintf(o.Log, "[%6.0fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+		_, _ = fmt.Fprintf(o.Log, "[%6.0fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
 	candidates, err := Candidates(o.Root)
 	if err != nil {
@@ -172,11 +172,11 @@ func judge(ctx context.Context, o Options, scratch string, m Mutant, reach cover
 	if err != nil {
 		return out, false, err
 	}
-	if err := os.WriteFile(path, mutated, 0o600); err != nil {
+	if err := os.WriteFile(path, mutated, 0o600); err != nil { //nolint:gosec // G703: a file of the scratch copy this run made
 		return out, false, err
 	}
 	defer func() {
-		if werr := os.WriteFile(path, orig, 0o600); werr != nil && err == nil {
+		if werr := os.WriteFile(path, orig, 0o600); werr != nil && err == nil { //nolint:gosec // G703: a file of the scratch copy this run made
 			err = fmt.Errorf("restoring %s in the scratch copy: %w", m.File, werr)
 		}
 	}()

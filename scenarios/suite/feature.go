@@ -192,7 +192,6 @@ func (f *recordedFeature) finish() {
 	switch result {
 	case report.Failed:
 		f.collect()
-		s.markFailed(f.id())
 		s.progress.printf("✗ %s failed (%.1fs): %s", f.id(), elapsed, details[report.MessageKey])
 		s.progress.printf("  artifacts: %s", filepath.Join(s.artifactsDir(), f.id()))
 	case report.Skipped:

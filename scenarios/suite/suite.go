@@ -88,8 +88,7 @@ type Suite struct {
 	release  *install.Release
 	setupErr error
 
-	mu     sync.Mutex
-	failed []string // scenario IDs that failed
+	mu sync.Mutex
 }
 
 // New registers the suite's flags (--provider, --kubernetes-version, --keep-cluster,
@@ -423,18 +422,6 @@ func (s *Suite) teardownCluster() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	return s.progress.step("Deleting cluster "+s.cluster.Name(), func() error { return s.cluster.backend.Destroy(ctx) })
-}
-
-func (s *Suite) markFailed(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failed = append(s.failed, id)
-}
-
-func (s *Suite) failedIDs() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.failed)
 }
 
 type (

@@ -184,7 +184,7 @@ func subdirs(root string) []string {
 }
 
 func goTool(ctx context.Context, root string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd := exec.CommandContext(ctx, "go", args...) //nolint:gosec // G204: go tool with arguments this package builds
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
