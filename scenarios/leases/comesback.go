@@ -43,7 +43,7 @@ func (s *scenarios) comesBack() types.Feature {
 				return n >= 5, fmt.Sprintf("%d answered", n), nil
 			})
 
-			killedAt, _ := s.killB(ctx, t, c)
+			killedAt := s.killB(ctx, t, c).asked
 			var takenOver probe
 			expect.Eventually(ctx, t, fmt.Sprintf("%s to take %s over after B was killed", a, ns), timings.FailoverWindow()+failoverSlack+30*time.Second,
 				func(context.Context) (bool, string, error) {

@@ -40,8 +40,11 @@ const (
 type failover struct {
 	how       stopKind
 	timings   install.LeaseTimings
+	// stoppedAt is when the stop was asked for (stopped.asked).
 	stoppedAt time.Time
-	pod       string
+	// stopEffective is by when the stop had surely taken effect (stopped.effective).
+	stopEffective time.Time
+	pod           string
 	// leaseBefore was read just before B was stopped, leaseAfter once B's pod was gone.
 	leaseBefore, leaseAfter *coordinationv1.Lease
 	// leaseReleased is the last version of the Lease before B deleted it, nil when it was
@@ -95,16 +98,18 @@ func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.
 
 	f := failover{how: how, timings: timings, leaseBefore: readLease(ctx, t, c, ns)}
 	released := watchRelease(ctx, t, c, ns, f.leaseBefore)
+	var st stopped
 	switch how {
 	case killed:
-		f.stoppedAt, f.pod = s.killB(ctx, t, c)
+		st = s.killB(ctx, t, c)
 	case graceful:
-		f.stoppedAt, f.pod = s.stopB(ctx, t, c)
+		st = s.stopB(ctx, t, c)
 	case sigkilled:
-		f.stoppedAt, f.pod = s.sigkillB(ctx, t, c)
+		st = s.sigkillB(ctx, t, c)
 	case frozen:
-		f.stoppedAt, f.pod = s.freezeB(ctx, t, c)
+		st = s.freezeB(ctx, t, c)
 	}
+	f.pod, f.stoppedAt, f.stopEffective = st.pod, st.asked, st.effective
 	f.leaseAfter = readLease(ctx, t, c, ns)
 
 	wait := timings.FailoverWindow() + failoverSlack + 30*time.Second
@@ -235,9 +240,9 @@ func checkCommon(t *testing.T, f failover, ns string) {
 func checkKilled(t *testing.T, f failover, ns string) {
 	t.Helper()
 	l := f.leaseAfter
-	if l == nil || holderOf(l) != f.pod || l.Spec.RenewTime == nil || l.Spec.RenewTime.After(f.stoppedAt) {
-		expect.Errorf(t, "expected the killed pod %s to leave Lease %s/%s behind, unrenewed since it was killed at %s; saw %s",
-			f.pod, ns, install.NamespaceLockLease, f.stoppedAt.Format(time.RFC3339Nano), describeLease(l))
+	if l == nil || holderOf(l) != f.pod || l.Spec.RenewTime == nil || l.Spec.RenewTime.After(f.stopEffective) {
+		expect.Errorf(t, "expected the killed pod %s to leave Lease %s/%s behind, unrenewed since it was killed (asked at %s, in effect by %s); saw %s",
+			f.pod, ns, install.NamespaceLockLease, f.stoppedAt.Format(time.RFC3339Nano), f.stopEffective.Format(time.RFC3339Nano), describeLease(l))
 		return
 	}
 	until := activeUntil(l, f.timings)
@@ -265,9 +270,9 @@ func checkKilled(t *testing.T, f failover, ns string) {
 func checkFrozen(t *testing.T, f failover, ns string) {
 	t.Helper()
 	l := f.leaseAfter
-	if l == nil || holderOf(l) != f.pod || l.Spec.RenewTime == nil || l.Spec.RenewTime.After(f.stoppedAt) {
-		expect.Errorf(t, "expected the frozen pod %s to keep Lease %s/%s, unrenewed since it was frozen at %s; saw %s",
-			f.pod, ns, install.NamespaceLockLease, f.stoppedAt.Format(time.RFC3339Nano), describeLease(l))
+	if l == nil || holderOf(l) != f.pod || l.Spec.RenewTime == nil || l.Spec.RenewTime.After(f.stopEffective) {
+		expect.Errorf(t, "expected the frozen pod %s to keep Lease %s/%s, unrenewed since it was frozen (asked at %s, in effect by %s); saw %s",
+			f.pod, ns, install.NamespaceLockLease, f.stoppedAt.Format(time.RFC3339Nano), f.stopEffective.Format(time.RFC3339Nano), describeLease(l))
 		return
 	}
 	if f.takeover == 0 {

@@ -112,28 +112,35 @@ func (s *scenarios) onlyPod(ctx context.Context, t *testing.T, c *suite.Cluster)
 // to 0 so no replacement starts, and once the pod is being deleted the container is killed
 // (SIGKILL). The SIGTERM of the pod's deletion is never handled: a frozen process runs no
 // handler, and the kill comes first. How a container is frozen and killed is the provider's.
-func (s *scenarios) killB(ctx context.Context, t *testing.T, c *suite.Cluster) (killedAt time.Time, pod string) {
+func (s *scenarios) killB(ctx context.Context, t *testing.T, c *suite.Cluster) stopped {
 	t.Helper()
-	killedAt, pod = s.freezeB(ctx, t, c)
-	s.removeFrozen(ctx, t, c, pod)
-	return killedAt, pod
+	st := s.freezeB(ctx, t, c)
+	s.removeFrozen(ctx, t, c, st.pod)
+	return st
+}
+
+// stopped is how B went away: which pod, when the stop was asked for, and by when it had
+// surely taken effect (the provider had returned; on kind a freeze or kill is a `docker exec`,
+// and lands somewhere in between). Answers after asked belong to the failover window; a Lease
+// renewed after effective was renewed by a process that should no longer run.
+type stopped struct {
+	pod              string
+	asked, effective time.Time
 }
 
 // freezeB freezes B's operator container (it neither runs nor handles signals) and leaves the
-// pod in place; it returns when and which pod.
-func (s *scenarios) freezeB(ctx context.Context, t *testing.T, c *suite.Cluster) (frozenAt time.Time, pod string) {
+// pod in place.
+func (s *scenarios) freezeB(ctx context.Context, t *testing.T, c *suite.Cluster) stopped {
 	t.Helper()
 	b := s.opB()
 	p := s.onlyPod(ctx, t, c)
-	// The instant the freeze was asked for: it takes effect somewhere between this and the
-	// provider's return (on kind, a `docker exec` later), so an answer before it came from a
-	// running B, and everything after it belongs to the failover window.
-	frozenAt = time.Now()
+	st := stopped{pod: p.Name, asked: time.Now()}
 	if err := c.Container(ctx, &p, operatorContainer, cluster.Freeze); err != nil {
 		expect.Fatalf(t, "freezing %s pod %s/%s: %v", b, p.Namespace, p.Name, err)
 	}
-	t.Logf("froze %s pod %s/%s at %s", b, p.Namespace, p.Name, frozenAt.Format(time.RFC3339Nano))
-	return frozenAt, p.Name
+	st.effective = time.Now()
+	t.Logf("froze %s pod %s/%s: asked at %s, in effect by %s", b, p.Namespace, p.Name, st.asked.Format(time.RFC3339Nano), st.effective.Format(time.RFC3339Nano))
+	return st
 }
 
 // removeFrozen takes B's frozen pod away without letting it run again: the Deployment is
@@ -155,7 +162,7 @@ func (s *scenarios) removeFrozen(ctx context.Context, t *testing.T, c *suite.Clu
 // 0 first and killed while its pod is being deleted but still in its preStop delay (the
 // chart's shutdownDelaySeconds): the process runs untouched until the kill, since SIGTERM comes
 // only after the delay, and a container of a pod being deleted is not restarted.
-func (s *scenarios) sigkillB(ctx context.Context, t *testing.T, c *suite.Cluster) (killedAt time.Time, pod string) {
+func (s *scenarios) sigkillB(ctx context.Context, t *testing.T, c *suite.Cluster) stopped {
 	t.Helper()
 	b := s.opB()
 	running := s.onlyPod(ctx, t, c)
@@ -164,14 +171,15 @@ func (s *scenarios) sigkillB(ctx context.Context, t *testing.T, c *suite.Cluster
 			b, running.Namespace, running.Name, delay)
 	}
 	p := s.deletedAfterScaleToZero(ctx, t, c, running.Name)
-	killedAt = time.Now() // when the kill was asked for, as frozenAt in freezeB
+	st := stopped{pod: p.Name, asked: time.Now()}
 	if err := c.Container(ctx, p, operatorContainer, cluster.Kill); err != nil {
 		expect.Fatalf(t, "killing %s pod %s/%s: %v", b, p.Namespace, p.Name, err)
 	}
-	t.Logf("killed %s pod %s/%s with SIGKILL at %s, %.2fs into its deletion", b, p.Namespace, p.Name, killedAt.Format(time.RFC3339Nano),
-		killedAt.Sub(p.DeletionTimestamp.Time).Seconds())
+	st.effective = time.Now()
+	t.Logf("killed %s pod %s/%s with SIGKILL: asked at %s (%.2fs into its deletion), in effect by %s", b, p.Namespace, p.Name, st.asked.Format(time.RFC3339Nano),
+		st.asked.Sub(p.DeletionTimestamp.Time).Seconds(), st.effective.Format(time.RFC3339Nano))
 	s.waitPodGone(ctx, t, c, *p)
-	return killedAt, p.Name
+	return st
 }
 
 // deletedAfterScaleToZero scales B to 0 and returns B's pod once it is being deleted.
@@ -203,14 +211,15 @@ func preStopSleep(p *corev1.Pod) time.Duration {
 }
 
 // stopB stops B gracefully (`kubectl scale --replicas=0`: SIGTERM, the operator shuts down and
-// releases its Lease) and returns when the stop was asked for and the stopped pod.
-func (s *scenarios) stopB(ctx context.Context, t *testing.T, c *suite.Cluster) (stoppedAt time.Time, pod string) {
+// releases its Lease); it is in effect once the pod is gone.
+func (s *scenarios) stopB(ctx context.Context, t *testing.T, c *suite.Cluster) stopped {
 	t.Helper()
 	p := s.onlyPod(ctx, t, c)
-	stoppedAt = time.Now()
+	st := stopped{pod: p.Name, asked: time.Now()}
 	s.scaleB(ctx, t, c, 0)
 	s.waitPodGone(ctx, t, c, p)
-	return stoppedAt, p.Name
+	st.effective = time.Now()
+	return st
 }
 
 // startB scales B back to one replica and waits for the steady state; it returns B's new pod.

@@ -78,8 +78,8 @@ func (s *scenarios) uncertifiedStop() types.Feature {
 
 			before := readLease(ctx, t, c, ns)
 			released := watchRelease(ctx, t, c, ns, before)
-			stoppedAt, _ := s.stopB(ctx, t, c)
-			gone := time.Since(stoppedAt)
+			st := s.stopB(ctx, t, c)
+			gone := st.effective.Sub(st.asked)
 			if bound := preStopSleep(&pod) + uncertifiedStopSlack; gone > bound {
 				expect.Errorf(t, "expected %s pod %s, stopped while it waited for a certificate, to exit within its preStop sleep + %s (%s); it took %.2fs — a shutdown that waits for a certificate holds %s for the whole grace period",
 					b, pod.Name, uncertifiedStopSlack, bound, gone.Seconds(), ns)
