@@ -38,8 +38,8 @@ const (
 
 // failover is one measured takeover of team-a by A after B went away.
 type failover struct {
-	how       stopKind
-	timings   install.LeaseTimings
+	how     stopKind
+	timings install.LeaseTimings
 	// stoppedAt is when the stop was asked for (stopped.asked).
 	stoppedAt time.Time
 	// stopEffective is by when the stop had surely taken effect (stopped.effective).
