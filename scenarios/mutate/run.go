@@ -245,6 +245,9 @@ func runSuite(ctx context.Context, workspace, suite, outDir, coverDir string) (k
 // A baseline suite that fails stops the run: a red suite kills every mutant.
 func suiteCoverage(ctx context.Context, o Options, scratch string, logf func(string, ...any)) (coverageMap, error) {
 	m := coverageMap{}
+	if err := os.MkdirAll(filepath.Join(o.Out, "baseline"), 0o750); err != nil {
+		return nil, err
+	}
 	for _, s := range Suites {
 		dir := filepath.Join(o.Coverage, s)
 		if _, err := coverage.CounterDirs(dir); err != nil || o.Coverage == "" {
