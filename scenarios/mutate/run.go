@@ -191,7 +191,11 @@ func judge(ctx context.Context, o Options, scratch string, m Mutant, reach cover
 	if strings.HasSuffix(m.File, ".go") {
 		suites = reach.suitesReaching(m.File, m.Line)
 	}
+	if len(suites) == 0 {
+		logf("mutant %s %s: no suite reaches line %d", m.ID(), m.Change, m.Line)
+	}
 	for _, s := range suites {
+		logf("mutant %s %s: suite %s …", m.ID(), m.Change, s)
 		out.Suites = append(out.Suites, s)
 		dir := filepath.Join(o.Out, "runs", strings.NewReplacer("/", "_", ":", "_").Replace(m.ID()))
 		killed, by, msg, rerr := runSuite(ctx, scratch, s, dir, "")
