@@ -234,15 +234,24 @@ func runSuite(ctx context.Context, workspace, suite, outDir, coverDir string) (k
 		return false, "", "", rerr
 	}
 	for _, sc := range sum.Scenarios {
-		if sc.Result == report.Failed {
-			return true, sc.ID, firstLine(sc.Message()), nil
+		if sc.Result != report.Failed {
+			continue
 		}
+		if msg, ok := strings.CutPrefix(sc.Message(), setupFailedPrefix); ok {
+			// The suite's setup failed (install, first admission): every scenario is marked
+			// failed with this message; the setup is what killed the mutant.
+			return true, "setup", firstLine(msg), nil
+		}
+		return true, sc.ID, firstLine(sc.Message()), nil
 	}
 	if runErr != nil {
 		return true, "suite", firstLine(lastLines(log, 3)), nil
 	}
 	return false, "", "", nil
 }
+
+// setupFailedPrefix starts the message of every scenario of a suite whose setup failed.
+const setupFailedPrefix = "suite setup failed, scenario not run: "
 
 // suiteCoverage maps lines to the suites that execute them, from o.Coverage where it has a
 // suite's counters and from a coverage baseline run of the unmutated scratch copy otherwise.
