@@ -19,6 +19,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/report"
 	"github.com/gauntlet-dev/gauntlet/scenarios/report/coverage"
+	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
 // Suites are the e2e suites a mutant may run against, cheapest first: a mutant runs the
@@ -213,9 +214,9 @@ func judge(ctx context.Context, o Options, scratch string, m Mutant, reach cover
 
 // runSuite runs one suite from workspace dir with --fail-fast; killed is true when a scenario
 // failed (by: its ID, msg: its message's first line). coverDir, when set, collects coverage.
-func runSuite(ctx context.Context, workspace, suite, outDir, coverDir string) (killed bool, by, msg string, err error) {
-	args := []string{"test", "-count=1", "-timeout", "30m", "./e2e/" + suite, "-args",
-		"--provider=local", "--fail-fast", "--operator-version=mutant", "--e2e-output=" + outDir, "--cluster-name=mutate-" + suite}
+func runSuite(ctx context.Context, workspace, name, outDir, coverDir string) (killed bool, by, msg string, err error) {
+	args := []string{"test", "-count=1", "-timeout", "30m", "./e2e/" + name, "-args",
+		"--provider=local", "--fail-fast", "--operator-version=mutant", "--e2e-output=" + outDir, "--cluster-name=mutate-" + name}
 	if coverDir != "" {
 		args = append(args, "--cover-dir="+coverDir)
 	}
@@ -224,7 +225,7 @@ func runSuite(ctx context.Context, workspace, suite, outDir, coverDir string) (k
 	if ctx.Err() != nil {
 		return false, "", "", ctx.Err()
 	}
-	sum, rerr := report.ReadSummary(filepath.Join(outDir, suite, report.SummaryFile))
+	sum, rerr := report.ReadSummary(filepath.Join(outDir, name, report.SummaryFile))
 	if rerr != nil {
 		if runErr != nil {
 			// No summary at all: the suite did not get as far as reporting (the mutant broke
@@ -237,7 +238,7 @@ func runSuite(ctx context.Context, workspace, suite, outDir, coverDir string) (k
 		if sc.Result != report.Failed {
 			continue
 		}
-		if msg, ok := strings.CutPrefix(sc.Message(), setupFailedPrefix); ok {
+		if msg, ok := strings.CutPrefix(sc.Message(), suite.SetupFailedPrefix); ok {
 			// The suite's setup failed (install, first admission): every scenario is marked
 			// failed with this message; the setup is what killed the mutant.
 			return true, "setup", firstLine(msg), nil
@@ -249,9 +250,6 @@ func runSuite(ctx context.Context, workspace, suite, outDir, coverDir string) (k
 	}
 	return false, "", "", nil
 }
-
-// setupFailedPrefix starts the message of every scenario of a suite whose setup failed.
-const setupFailedPrefix = "suite setup failed, scenario not run: "
 
 // suiteCoverage maps lines to the suites that execute them, from o.Coverage where it has a
 // suite's counters and from a coverage baseline run of the unmutated scratch copy otherwise.

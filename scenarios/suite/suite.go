@@ -286,6 +286,9 @@ func (s *Suite) clean(ctx context.Context) error {
 	return s.cluster.Installer().RemoveAll(ctx, LabelSuite)
 }
 
+// SetupFailedPrefix starts the message of every scenario of a suite whose setup failed.
+const SetupFailedPrefix = "suite setup failed, scenario not run: "
+
 // reportSetupFailure records every scenario that would have run as failed, so a suite whose
 // cluster or release never came up cannot look green in the combined table.
 func (s *Suite) reportSetupFailure() {
@@ -295,7 +298,7 @@ func (s *Suite) reportSetupFailure() {
 		}
 		id := scenarioID(f)
 		_ = s.recorder.Start(id, f.Name())
-		_ = s.recorder.Finish(id, report.Failed, map[string]any{report.MessageKey: "suite setup failed, scenario not run: " + s.setupErr.Error()})
+		_ = s.recorder.Finish(id, report.Failed, map[string]any{report.MessageKey: SetupFailedPrefix + s.setupErr.Error()})
 	}
 	if s.cluster != nil {
 		dir := filepath.Join(s.artifactsDir(), "setup")
