@@ -213,7 +213,8 @@ func judge(ctx context.Context, o Options, scratch string, m Mutant, reach cover
 }
 
 // runSuite runs one suite from workspace dir with --fail-fast; killed is true when a scenario
-// failed (by: its ID, msg: its message's first line). coverDir, when set, collects coverage.
+// failed (by: its ID, or "setup" when the suite's setup failed, or "suite" when it wrote no
+// report; msg: the failure's first line). coverDir, when set, collects coverage.
 func runSuite(ctx context.Context, workspace, name, outDir, coverDir string) (killed bool, by, msg string, err error) {
 	args := []string{"test", "-count=1", "-timeout", "30m", "./e2e/" + name, "-args",
 		"--provider=local", "--fail-fast", "--operator-version=mutant", "--e2e-output=" + outDir, "--cluster-name=mutate-" + name}
