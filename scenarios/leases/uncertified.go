@@ -32,9 +32,9 @@ const uncertifiedStopSlack = 10 * time.Second
 // uncertifiedStop is M9: a restricted operator whose certificate never becomes loadable — it
 // took its namespace's Lease, but its serving certificate cannot be stored (the RoleBinding
 // for its Secret is gone, and so is the Secret) — is never reported Ready, and when it stops
-// it still exits promptly and releases the Lease. An exit path that skips the release while the webhook
-// server waits for a certificate would leave the namespace validated by nobody until the
-// Lease expires (and, with a frozen shutdown, until the pod is killed).
+// it still exits promptly and releases the Lease. An exit path that skips the release, or a
+// shutdown that waits for the certificate, would leave the namespace validated by nobody
+// until the Lease expires or the pod is killed at the end of its grace period.
 func (s *scenarios) uncertifiedStop() types.Feature {
 	return features.New("a restricted operator that never got its certificate is never Ready and releases its Lease when it stops").
 		WithLabel(suite.LabelScenario, "M9").
