@@ -60,8 +60,11 @@ type Outcome struct {
 	Mutant Mutant `json:"mutant"`
 	// Killed is true when a suite failed against the mutant.
 	Killed bool `json:"killed"`
-	// By is the scenario that failed first ("" when survived) and Message its first line.
-	By, Suite, Message string
+	// By is what failed first ("" when survived): a scenario ID, "setup" or "suite"; Suite is
+	// the suite it failed in and Message the failure's first line.
+	By      string `json:"by,omitempty"`
+	Suite   string `json:"suite,omitempty"`
+	Message string `json:"message,omitempty"`
 	// Suites are the suites run against it; none when no suite reaches its line.
 	Suites  []string `json:"suites"`
 	Seconds float64  `json:"seconds"`
