@@ -94,16 +94,21 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rng.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
 
 	r := &Report{Seed: o.Seed, Candidates: len(candidates)}
+	// An interrupted run keeps what it judged: the report is written however the loop ends.
+	finish := func(err error) (*Report, error) {
+		r.Seconds = time.Since(start).Seconds()
+		return r, errors.Join(err, r.Write(o.Out))
+	}
 	for _, m := range candidates {
 		if len(r.Outcomes) == o.Mutants {
 			break
 		}
 		if err := ctx.Err(); err != nil {
-			return r, err
+			return finish(err)
 		}
 		out, viable, err := judge(ctx, o, scratch, m, reach, logf)
 		if err != nil {
-			return r, err
+			return finish(err)
 		}
 		if !viable {
 			r.NotViable++
@@ -116,8 +121,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		logf("mutant %d/%d %s %s: %s", len(r.Outcomes), o.Mutants, m.ID(), m.Change, verdict)
 	}
-	r.Seconds = time.Since(start).Seconds()
-	return r, r.Write(o.Out)
+	return finish(nil)
 }
 
 // Candidates are every mutant of the targets, in a stable order.
