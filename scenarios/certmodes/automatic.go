@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,7 +89,73 @@ func freshInstall() types.Feature {
 			expectServed(ctx, t, c, r, mustReadSecret(ctx, t, c, r).Leaf)
 			return ctx
 		}).
+		Assess("every operator pod reports the served certificate's expiry ("+certificateNotAfterMetric+")", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			expectExpiryReported(ctx, t, c, r, mustReadSecret(ctx, t, c, r).Leaf)
+			return ctx
+		}).
 		Feature()
+}
+
+// certificateNotAfterMetric is the gauge an operator sets to the notAfter (Unix seconds) of the
+// certificate its webhook server has loaded: what an expiry alert is written against.
+const certificateNotAfterMetric = "dynamo_webhook_certificate_not_after_seconds"
+
+// expectExpiryReported scrapes every operator pod of r (HTTPS, a token allowed to get
+// /metrics) until each reports leaf's notAfter in certificateNotAfterMetric.
+func expectExpiryReported(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, leaf *x509.Certificate) {
+	t.Helper()
+	want := leaf.NotAfter.Unix()
+	reader := install.NewMetricsReader(c.Kube(), r)
+	expect.Eventually(ctx, t, fmt.Sprintf("every operator pod to report %s %d (the served certificate's notAfter, %s)", certificateNotAfterMetric, want, leaf.NotAfter.UTC().Format(time.RFC3339)), convergeTimeout,
+		func(ctx context.Context) (bool, string, error) {
+			pods, err := install.OperatorPods(ctx, c.Kube(), r)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			var seen []string
+			ok := true
+			for i := range pods {
+				p := &pods[i]
+				if p.DeletionTimestamp != nil || !install.PodReady(p) {
+					continue
+				}
+				port, found := install.ContainerPort(p, "metrics")
+				if !found {
+					return false, "", fmt.Errorf("pod %s/%s has no container port named metrics", p.Namespace, p.Name)
+				}
+				body, err := reader.ScrapePod(ctx, p, port, func(ctx context.Context) (net.Conn, error) { return c.DialPod(ctx, p, port) })
+				if err != nil {
+					ok = false
+					seen = append(seen, fmt.Sprintf("%s: %v", p.Name, err))
+					continue
+				}
+				got, present := gaugeValue(body, certificateNotAfterMetric)
+				if !present || int64(got) != want {
+					ok = false
+				}
+				seen = append(seen, fmt.Sprintf("%s: %s", p.Name, describeGauge(got, present)))
+			}
+			return ok && len(seen) > 0, strings.Join(seen, "; "), nil
+		})
+}
+
+// gaugeValue is the value of an unlabelled gauge in a Prometheus text exposition.
+func gaugeValue(body []byte, name string) (float64, bool) {
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
+}
+
+func describeGauge(v float64, present bool) string {
+	if !present {
+		return "no sample"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64) + " (" + time.Unix(int64(v), 0).UTC().Format(time.RFC3339) + ")"
 }
 
 // expectLifetime checks that cert expires validity after the Secret was created.

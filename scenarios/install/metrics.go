@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -136,4 +138,29 @@ func (b *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.Header.Set("Authorization", "Bearer "+token)
 	return b.next.RoundTrip(req)
+}
+
+// ScrapePod GETs https://<pod IP>:<port>/metrics with the reader's token, over connections dial
+// opens (however the provider reaches pods), and returns the body.
+func (m *MetricsReader) ScrapePod(ctx context.Context, p *corev1.Pod, port int32, dial func(ctx context.Context) (net.Conn, error)) ([]byte, error) {
+	client := m.Client(func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) })
+	defer client.CloseIdleConnections()
+	url := "https://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port))) + "/metrics"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }() // read to the end
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: HTTP %d: %.200s", url, resp.StatusCode, body)
+	}
+	return body, nil
 }

@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -162,30 +160,9 @@ func (o operator) scrape(ctx context.Context, c *suite.Cluster) (metrics, error)
 	return out, nil
 }
 
-// scrapePod GETs https://<pod>:<port>/metrics with the reader's token.
+// scrapePod GETs the pod's /metrics as a user's Prometheus does.
 func (o operator) scrapePod(ctx context.Context, c *suite.Cluster, p *corev1.Pod, port int32) ([]byte, error) {
-	client := o.metricsReader(c).Client(func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return c.DialPod(ctx, p, port)
-	})
-	defer client.CloseIdleConnections()
-	url := "https://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port))) + "/metrics"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }() // read to the end
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: HTTP %d: %.200s", url, resp.StatusCode, body)
-	}
-	return body, nil
+	return o.metricsReader(c).ScrapePod(ctx, p, port, func(ctx context.Context) (net.Conn, error) { return c.DialPod(ctx, p, port) })
 }
 
 // metricsPort is the pod's container port named "metrics" (the chart's 8443).
