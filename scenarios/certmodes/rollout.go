@@ -27,8 +27,8 @@ const (
 // (a new pod is Ready — serving, its certificate trusted — before an old one goes), the
 // readiness probe gated on the loaded certificate, the preStop delay (shutdownDelaySeconds)
 // that keeps a stopping pod serving until Service routing has left it, and the operator's drain
-// (--webhook-drain-period), which closes the API server's kept-alive connections only after a
-// response. It runs in automatic mode, the hardest case with
+// (drainTimeoutSeconds), which closes the API server's kept-alive connections after a response
+// and resets, never closes, the idle ones left. It runs in automatic mode, the hardest case with
 // several replicas: every restart moves the leader (certificate generation and injection) to a
 // new pod, and each new follower must serve the Secret's certificate before it is Ready.
 func restartsUnderLoad() types.Feature {

@@ -39,6 +39,7 @@ func TestOperatorArgs(t *testing.T) {
 				"--lease-duration=25s",
 				"--lease-renew-interval=10s",
 				"--lease-grace-period=5s",
+				"--webhook-drain-timeout=2s",
 				"--zap-log-level=info",
 				"--zap-time-encoding=rfc3339nano",
 			},
@@ -50,6 +51,7 @@ func TestOperatorArgs(t *testing.T) {
 			values: `
 logLevel: debug
 dgdr: {defaultImage: "registry.example/dynamo/profiler:1.2"}
+drainTimeoutSeconds: 100
 webhook:
   port: 10443
   certificateSecret: {name: my-cert}
@@ -68,6 +70,7 @@ namespaceRestriction:
 				"--lease-renew-interval=1s",
 				"--lease-grace-period=2s",
 				"--dgdr-default-image=registry.example/dynamo/profiler:1.2",
+				"--webhook-drain-timeout=100s",
 				"--zap-log-level=debug",
 			},
 		},
@@ -160,6 +163,14 @@ resources: {requests: {cpu: 100m, memory: 128Mi}, limits: {memory: 256Mi}}`)
 
 	require.NotNil(t, deploy.Spec.Strategy.RollingUpdate)
 	assert.Equal(t, "0", deploy.Spec.Strategy.RollingUpdate.MaxUnavailable.String(), "a ready pod keeps serving webhooks during a rollout")
+
+	t.Run("the grace period covers the preStop delay and the drain", func(t *testing.T) {
+		spec := deploy.Spec.Template.Spec
+		require.NotNil(t, spec.TerminationGracePeriodSeconds)
+		assert.Equal(t, int64(5+2+15), *spec.TerminationGracePeriodSeconds, "shutdownDelaySeconds + drainTimeoutSeconds + 15")
+		longer := get[appsv1.Deployment](t, render(t, testNamespace, `{shutdownDelaySeconds: 10, drainTimeoutSeconds: 100}`), "Deployment", "dynamo-operator")
+		assert.Equal(t, int64(10+100+15), *longer.Spec.Template.Spec.TerminationGracePeriodSeconds)
+	})
 
 	t.Run("image tag value", func(t *testing.T) {
 		deploy := get[appsv1.Deployment](t, render(t, testNamespace, `{image: {tag: v2.0.1}}`), "Deployment", "dynamo-operator")

@@ -168,13 +168,12 @@ func managerOptions(opts options, certController *certs.Controller) ctrl.Options
 		Metrics:                metricsOptions(opts),
 		HealthProbeBindAddress: "0", // addProbeServer serves --health-probe-bind-address
 		PprofBindAddress:       opts.pprofAddr,
-		// A stopping server drains first (webhook.Draining): the API server's kept-alive
-		// connections are closed after a response, never under a request it is sending.
-		WebhookServer: webhook.Draining(certController.GateWebhookServer(ctrlwebhook.NewServer(ctrlwebhook.Options{
+		// A stopping server drains (webhook.Server): the API server's kept-alive connections
+		// are closed after a response or by the API server, never under a request it sends.
+		WebhookServer: certController.GateWebhookServer(webhook.NewServer(ctrlwebhook.Options{
 			Port:    opts.webhookPort,
-			CertDir: opts.certDir,
 			TLSOpts: []func(*tls.Config){serverTLS, certController.TLSConfig},
-		})), opts.webhookDrain, ctrl.Log.WithName("webhook-server")),
+		}, opts.webhookDrain, ctrl.Log.WithName("webhook-server"))),
 		// One leader runs the reconcilers and the certificate controller's leader part; every
 		// replica serves the webhooks. A stopping leader releases the Lease, so a rollout's new
 		// pod takes over at once instead of after the Lease expires.

@@ -75,7 +75,7 @@ func parseOptions(fs *flag.FlagSet, args []string) (options, error) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect one leader among the replicas (a Lease in the operator's namespace): only the leader runs the reconcilers and, in automatic certificate mode, generates certificates and injects caBundles; every replica serves the webhooks. false: this process does all of it (one replica only).")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "dynamo-operator-leader", "Name of the leader-election Lease in the operator's namespace (not the namespace lock Lease "+namespacescope.LeaseName+").")
 	fs.StringVar(&o.defaultDGDRImage, "dgdr-default-image", "nvcr.io/nvidia/ai-dynamo/dynamo-frontend:"+version.Version, "Image the mutating webhook sets on DynamoGraphDeploymentRequests that name none.")
-	fs.DurationVar(&o.webhookDrain, "webhook-drain-period", webhook.DefaultDrainPeriod, "On SIGTERM, keep serving webhooks this long, closing each connection after its response, before shutting the server down: the API server's kept-alive connections are then never closed under a request it is sending (rollouts fail no admission). 0 shuts down at once.")
+	fs.DurationVar(&o.webhookDrain, "webhook-drain-timeout", webhook.DefaultDrainTimeout, "On SIGTERM, keep serving webhooks, closing each connection after its response, until no connection is left or this long; then reset the idle ones (see the README, \"Restarts without a failed admission\"). Above 90s (the API server's idle timeout) no connection is ever closed under a request; a namespace-restricted operator hands its namespace over only after it.")
 	fs.DurationVar(&o.latencyInjection, "webhook-latency-injection", 0, "TEST ONLY: delay every validating and mutating webhook call by this much (troubleshooting scenario T9, a webhook slower than timeoutSeconds); 0 disables it. Never set it in production.")
 	fs.StringVar(&o.operatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "Namespace the operator runs in (default $POD_NAMESPACE).")
 	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "This pod's name, the Lease holder identity (default $POD_NAME).")
@@ -109,7 +109,7 @@ func (o options) validate() error {
 		errs = append(errs, errors.New("--pod-name is empty: a namespace-restricted operator needs it (or $POD_NAME) as its Lease holder identity"))
 	}
 	if o.webhookDrain < 0 {
-		errs = append(errs, fmt.Errorf("--webhook-drain-period=%s: must not be negative", o.webhookDrain))
+		errs = append(errs, fmt.Errorf("--webhook-drain-timeout=%s: must not be negative", o.webhookDrain))
 	}
 	if o.latencyInjection < 0 {
 		errs = append(errs, fmt.Errorf("--webhook-latency-injection=%s: must not be negative", o.latencyInjection))

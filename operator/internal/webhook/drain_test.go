@@ -1,63 +1,80 @@
 package webhook
 
 import (
+	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
-// plainServer is a webhook.Server over plain HTTP that shuts down the way controller-runtime's
-// does when its context ends (http.Server.Shutdown: listener and idle connections closed).
-type plainServer struct {
-	mux *http.ServeMux
-	ln  net.Listener
-}
-
-var _ ctrlwebhook.Server = (*plainServer)(nil)
-
-func newPlainServer(t *testing.T) *plainServer {
+// servingCertificate is a self-signed certificate for 127.0.0.1.
+func servingCertificate(t *testing.T) tls.Certificate {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
-	return &plainServer{mux: http.NewServeMux(), ln: ln}
-}
-
-func (p *plainServer) NeedLeaderElection() bool             { return false }
-func (p *plainServer) Register(path string, h http.Handler) { p.mux.Handle(path, h) }
-func (p *plainServer) StartedChecker() healthz.Checker      { return healthz.Ping }
-func (p *plainServer) WebhookMux() *http.ServeMux           { return p.mux }
-
-func (p *plainServer) Start(ctx context.Context) error {
-	srv := &http.Server{Handler: p.mux, ReadHeaderTimeout: time.Second}
-	stopped := make(chan struct{})
-	go func() {
-		<-ctx.Done()
-		_ = srv.Shutdown(context.WithoutCancel(ctx))
-		close(stopped)
-	}()
-	if err := srv.Serve(p.ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
+	template := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "webhook"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Minute),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	<-stopped
-	return nil
+	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
+	require.NoError(t, err)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-func answerEmpty(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
-	_, _ = io.WriteString(w, "{}")
+// startedServer is a Server on a loopback port serving /validate, stopped by stop.
+type startedServer struct {
+	*Server
+	stop    context.CancelFunc
+	stopped chan error
+}
+
+func startServer(t *testing.T, drainTimeout time.Duration) *startedServer {
+	t.Helper()
+	cert := servingCertificate(t)
+	s := NewServer(ctrlwebhook.Options{Host: "127.0.0.1", TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }
+	}}}, drainTimeout, logr.Discard())
+	s.Register("/validate", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, "{}")
+	}))
+	ctx, stop := context.WithCancel(context.Background())
+	started := &startedServer{Server: s, stop: stop, stopped: make(chan error, 1)}
+	go func() { started.stopped <- s.Start(ctx) }()
+	t.Cleanup(stop)
+	require.Eventually(t, func() bool { return s.StartedChecker()(nil) == nil }, 5*time.Second, 10*time.Millisecond)
+	return started
+}
+
+func (s *startedServer) url() string { return "https://" + s.addr.String() + "/validate" }
+
+func insecureTLS() *tls.Config {
+	return &tls.Config{InsecureSkipVerify: true} //nolint:gosec // G402: a test client of a self-signed test server
 }
 
 func postJSON(c *http.Client, url string) (*http.Response, error) {
@@ -70,67 +87,153 @@ func postJSON(c *http.Client, url string) (*http.Response, error) {
 	return resp, nil
 }
 
-func TestDrainingServerClosesEachConnectionAfterItsResponseBeforeStopping(t *testing.T) {
-	inner := newPlainServer(t)
-	s := Draining(inner, 300*time.Millisecond, logr.Discard())
-	s.Register("/validate", http.HandlerFunc(answerEmpty))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.Start(ctx) }()
-	url := "http://" + inner.ln.Addr().String() + "/validate"
-	client := &http.Client{Transport: &http.Transport{}}
+// keptAliveConn is a client's HTTP/1.1 connection, kept open between requests.
+type keptAliveConn struct {
+	conn *tls.Conn
+	r    *bufio.Reader
+}
 
-	resp, err := postJSON(client, url)
+func dialKeptAlive(t *testing.T, s *startedServer) *keptAliveConn {
+	t.Helper()
+	conn, err := tls.Dial("tcp", s.addr.String(), insecureTLS())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return &keptAliveConn{conn: conn, r: bufio.NewReader(conn)}
+}
+
+// post sends one request on the connection and reads its response.
+func (k *keptAliveConn) post() (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, "https://webhook/validate", strings.NewReader("{}"))
+	if err != nil {
+		return nil, err
+	}
+	if err := req.Write(k.conn); err != nil {
+		return nil, err
+	}
+	resp, err := http.ReadResponse(k.r, req)
+	if err != nil {
+		return nil, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp, nil
+}
+
+func (s *startedServer) requireStoppedWithin(t *testing.T, d time.Duration, why string) {
+	t.Helper()
+	select {
+	case err := <-s.stopped:
+		require.NoError(t, err)
+	case <-time.After(d):
+		t.Fatalf("expected the server to stop within %s: %s", d, why)
+	}
+}
+
+func (s *startedServer) requireRunningFor(t *testing.T, d time.Duration, why string) {
+	t.Helper()
+	select {
+	case err := <-s.stopped:
+		t.Fatalf("expected the server to keep serving (%s); it stopped: %v", why, err)
+	case <-time.After(d):
+	}
+}
+
+func TestServerDrainsClosingEachConnectionAfterItsResponse(t *testing.T) {
+	s := startServer(t, time.Minute)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: insecureTLS()}}
+
+	resp, err := postJSON(client, s.url())
 	require.NoError(t, err)
 	assert.False(t, resp.Close, "expected keep-alive before the server is stopped")
 
-	cancel()
-	stopAsked := time.Now()
-	require.Eventually(t, func() bool { return s.(*drainingServer).draining.Load() }, time.Second, time.Millisecond)
-	resp, err = postJSON(client, url)
+	s.stop()
+	require.Eventually(t, s.draining.Load, time.Second, time.Millisecond)
+	resp, err = postJSON(client, s.url())
 	require.NoError(t, err, "expected the server to keep serving while it drains")
 	assert.True(t, resp.Close, "expected `Connection: close` on a response while draining")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-		assert.GreaterOrEqual(t, time.Since(stopAsked), 300*time.Millisecond, "expected the server to stop only after the drain period")
-	case <-time.After(5 * time.Second):
-		t.Fatal("the draining server did not stop within 5s of its drain period")
-	}
-	_, err = postJSON(client, url)
+	client.CloseIdleConnections()
+	s.requireStoppedWithin(t, 2*time.Second, "no connection is left")
+	_, err = postJSON(client, s.url())
 	require.Error(t, err, "expected the server to be stopped after draining")
 }
 
-// What P4 found, as a unit: clients keep their HTTP/1.1 connections to a pod alive after it left
-// the Service's endpoints (new connections go to another pod), and keep sending on them while
-// the pod stops. With the drain none of their requests fails.
-func TestDrainingServerFailsNoRequestOfAConnectionKeptAlive(t *testing.T) {
-	old, next := newPlainServer(t), newPlainServer(t)
-	draining := Draining(old, 200*time.Millisecond, logr.Discard())
-	draining.Register("/validate", http.HandlerFunc(answerEmpty))
-	next.Register("/validate", http.HandlerFunc(answerEmpty))
-	oldCtx, stopOld := context.WithCancel(context.Background())
-	defer stopOld()
-	nextCtx, stopNext := context.WithCancel(context.Background())
-	defer stopNext()
-	oldDone := make(chan error, 1)
-	go func() { oldDone <- draining.Start(oldCtx) }()
-	go func() { _ = next.Start(nextCtx) }()
+// What P4 found on kind: the API server keeps connections to a stopping pod idle in its pool
+// and may pick one at any moment. A connection no request used during the drain must still
+// be open and answer when the client finally sends on it; the client closes it, not the server.
+func TestServerNeverClosesAnIdleConnectionUnderTheClient(t *testing.T) {
+	s := startServer(t, time.Minute)
+	idle := dialKeptAlive(t, s)
+	resp, err := idle.post()
+	require.NoError(t, err)
+	require.False(t, resp.Close)
+
+	s.stop()
+	s.requireRunningFor(t, 500*time.Millisecond, "a connection is open and idle; only its client may close it")
+	resp, err = idle.post()
+	require.NoError(t, err, "expected a request written onto a connection kept idle through the drain to be answered")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.True(t, resp.Close, "expected `Connection: close` on the answer")
+	s.requireStoppedWithin(t, 2*time.Second, "the server closed the last connection after its response")
+}
+
+func TestServerStopsAtTheDrainTimeout(t *testing.T) {
+	s := startServer(t, 300*time.Millisecond)
+	idle := dialKeptAlive(t, s)
+	_, err := idle.post()
+	require.NoError(t, err)
+
+	stopAsked := time.Now()
+	s.stop()
+	s.requireStoppedWithin(t, 5*time.Second, "the drain timeout passed")
+	assert.GreaterOrEqual(t, time.Since(stopAsked), 300*time.Millisecond, "expected the server to wait for the idle connection until the drain timeout")
+}
+
+// At the drain timeout an idle connection is reset, not closed: a request the client writes
+// onto it afterwards fails to be written (net/http then retries it on a new connection) instead
+// of being written and answered with `EOF`, as after a FIN.
+func TestServerResetsTheIdleConnectionsLeftAtTheDrainTimeout(t *testing.T) {
+	s := startServer(t, 100*time.Millisecond)
+	idle := dialKeptAlive(t, s)
+	_, err := idle.post()
+	require.NoError(t, err)
+
+	s.stop()
+	s.requireStoppedWithin(t, 5*time.Second, "the drain timeout passed")
+	_, err = idle.post()
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE),
+		"expected writing onto the reset connection to fail (ECONNRESET or EPIPE), got %v", err)
+}
+
+func TestServerWithoutDrainStopsAtOnce(t *testing.T) {
+	s := startServer(t, 0)
+	idle := dialKeptAlive(t, s)
+	_, err := idle.post()
+	require.NoError(t, err)
+	s.stop()
+	s.requireStoppedWithin(t, time.Second, "--webhook-drain-timeout=0")
+}
+
+// Rollouts as a unit: clients keep their HTTP/1.1 connections to a pod alive after it left the
+// Service's endpoints (new connections go to another pod) and keep sending on them while the
+// pod stops. None of their requests fails.
+func TestServerFailsNoRequestOfAConnectionKeptAlive(t *testing.T) {
+	old, next := startServer(t, time.Minute), startServer(t, time.Minute)
 
 	// The "Service": new connections go to the old pod until it is removed from the endpoints.
 	var removed atomic.Bool
 	dialer := &net.Dialer{}
-	transport := &http.Transport{MaxIdleConnsPerHost: 8, DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		if removed.Load() {
-			return dialer.DialContext(ctx, network, next.ln.Addr().String())
-		}
-		return dialer.DialContext(ctx, network, old.ln.Addr().String())
-	}}
+	transport := &http.Transport{MaxIdleConnsPerHost: 8, TLSClientConfig: insecureTLS(), IdleConnTimeout: time.Second,
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			if removed.Load() {
+				return dialer.DialContext(ctx, network, next.addr.String())
+			}
+			return dialer.DialContext(ctx, network, old.addr.String())
+		}}
 	client := &http.Client{Transport: transport}
-	const url = "http://webhook-service.test:443/validate"
+	const url = "https://webhook-service.test:443/validate"
 
 	var sent, failed atomic.Int64
 	var firstErr atomic.Value
@@ -155,13 +258,8 @@ func TestDrainingServerFailsNoRequestOfAConnectionKeptAlive(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // connections to the old pod are open and in use
 	removed.Store(true)                // the pod is terminating: the preStop delay runs
 	time.Sleep(100 * time.Millisecond)
-	stopOld() // SIGTERM
-	select {
-	case err := <-oldDone:
-		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the draining server did not stop")
-	}
+	old.stop() // SIGTERM
+	old.requireStoppedWithin(t, 5*time.Second, "the client's idle connections time out after 1s")
 	time.Sleep(100 * time.Millisecond)
 	close(stopClients)
 	wg.Wait()
