@@ -120,17 +120,17 @@ func expectExpiryReported(ctx context.Context, t *testing.T, c *suite.Cluster, r
 				if p.DeletionTimestamp != nil || !install.PodReady(p) {
 					continue
 				}
-				port, found := install.ContainerPort(p, "metrics")
-				if !found {
-					return false, "", fmt.Errorf("pod %s/%s has no container port named metrics", p.Namespace, p.Name)
+				port, err := install.MetricsPort(p)
+				if err != nil {
+					return false, "", err
 				}
-				body, err := reader.ScrapePod(ctx, p, port, func(ctx context.Context) (net.Conn, error) { return c.DialPod(ctx, p, port) })
+				samples, err := reader.ScrapePod(ctx, p, port, func(ctx context.Context) (net.Conn, error) { return c.DialPod(ctx, p, port) })
 				if err != nil {
 					ok = false
 					seen = append(seen, fmt.Sprintf("%s: %v", p.Name, err))
 					continue
 				}
-				got, present := gaugeValue(body, certificateNotAfterMetric)
+				got, present := samples.Value(certificateNotAfterMetric)
 				if !present || int64(got) != want {
 					ok = false
 				}
@@ -138,17 +138,6 @@ func expectExpiryReported(ctx context.Context, t *testing.T, c *suite.Cluster, r
 			}
 			return ok && len(seen) > 0, strings.Join(seen, "; "), nil
 		})
-}
-
-// gaugeValue is the value of an unlabelled gauge in a Prometheus text exposition.
-func gaugeValue(body []byte, name string) (float64, bool) {
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return f, err == nil
-		}
-	}
-	return 0, false
 }
 
 func describeGauge(v float64, present bool) string {

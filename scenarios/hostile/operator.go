@@ -1,13 +1,9 @@
 package hostile
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,7 +37,9 @@ func startWatch(ctx context.Context, t *testing.T, id string) *watch {
 	t.Helper()
 	e := discover(ctx, t)
 	w := &watch{env: e, id: id, before: restartCounts(&e.pod), uid: e.pod.UID}
-	w.rss = newRSSSampler(e)
+	rss, err := newRSSSampler(e)
+	expect.NoError(t, err, "finding the operator's metrics port")
+	w.rss = rss
 	baseline, err := w.rss.read(ctx)
 	expect.NoError(t, err, "reading the operator's resident memory before the input (process_resident_memory_bytes of pod %s/%s)", e.pod.Namespace, e.pod.Name)
 	w.baseline = baseline
@@ -163,8 +161,7 @@ func mib(b float64) int64 { return int64(b) >> 20 }
 // HTTPS with a ServiceAccount token allowed to get /metrics (install.MetricsReader) — on a
 // connection the provider opens to the pod, every rssInterval while the input is sent.
 type rssSampler struct {
-	client *http.Client
-	url    string
+	scrape func(ctx context.Context) (install.Samples, error)
 
 	mu      sync.Mutex
 	peak    float64
@@ -174,50 +171,37 @@ type rssSampler struct {
 	done    chan struct{}
 }
 
-const rssInterval = 250 * time.Millisecond
+const (
+	rssInterval    = 250 * time.Millisecond
+	rssReadTimeout = 10 * time.Second
+	rssMetric      = "process_resident_memory_bytes"
+)
 
-func newRSSSampler(e *env) *rssSampler {
+func newRSSSampler(e *env) (*rssSampler, error) {
 	pod := e.pod
-	port := int32(8443)
-	for _, ct := range pod.Spec.Containers {
-		for _, p := range ct.Ports {
-			if p.Name == "metrics" {
-				port = p.ContainerPort
-			}
-		}
+	port, err := install.MetricsPort(&pod)
+	if err != nil {
+		return nil, err
 	}
 	reader := install.NewMetricsReader(e.c.Kube(), e.r)
-	client := reader.Client(func(ctx context.Context, _, _ string) (net.Conn, error) { return e.c.DialPod(ctx, &pod, port) })
-	client.Timeout = 10 * time.Second
-	return &rssSampler{client: client, url: "https://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port))) + "/metrics"}
+	return &rssSampler{scrape: func(ctx context.Context) (install.Samples, error) {
+		return reader.ScrapePod(ctx, &pod, port, func(ctx context.Context) (net.Conn, error) { return e.c.DialPod(ctx, &pod, port) })
+	}}, nil
 }
 
 // read scrapes process_resident_memory_bytes once.
 func (s *rssSampler) read(ctx context.Context) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	ctx, cancel := context.WithTimeout(ctx, rssReadTimeout)
+	defer cancel()
+	samples, err := s.scrape(ctx)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, err
+	v, ok := samples.Value(rssMetric)
+	if !ok {
+		return 0, fmt.Errorf("no %s in /metrics", rssMetric)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return 0, fmt.Errorf("GET %s: HTTP %d: %s", s.url, resp.StatusCode, b)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "process_resident_memory_bytes "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("GET %s: no process_resident_memory_bytes", s.url)
+	return v, nil
 }
 
 func (s *rssSampler) start(ctx context.Context) {
@@ -253,7 +237,6 @@ func (s *rssSampler) stop() {
 	}
 	s.cancel()
 	<-s.done
-	s.client.CloseIdleConnections()
 }
 
 // result is the peak seen, the number of samples and the last scrape error.

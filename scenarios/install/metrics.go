@@ -1,6 +1,7 @@
 package install
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -18,6 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // MetricsScraper is the ServiceAccount, in the release namespace, that the harness scrapes an
@@ -140,9 +144,18 @@ func (b *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(req)
 }
 
+// MetricsPort is the number of the pod's container port named "metrics" (the chart's 8443).
+func MetricsPort(p *corev1.Pod) (int32, error) {
+	port, found := ContainerPort(p, "metrics")
+	if !found {
+		return 0, fmt.Errorf("pod %s/%s has no container port named metrics", p.Namespace, p.Name)
+	}
+	return port, nil
+}
+
 // ScrapePod GETs https://<pod IP>:<port>/metrics with the reader's token, over connections dial
-// opens (however the provider reaches pods), and returns the body.
-func (m *MetricsReader) ScrapePod(ctx context.Context, p *corev1.Pod, port int32, dial func(ctx context.Context) (net.Conn, error)) ([]byte, error) {
+// opens (however the provider reaches pods), and returns its samples.
+func (m *MetricsReader) ScrapePod(ctx context.Context, p *corev1.Pod, port int32, dial func(ctx context.Context) (net.Conn, error)) (Samples, error) {
 	client := m.Client(func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) })
 	defer client.CloseIdleConnections()
 	url := "https://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port))) + "/metrics"
@@ -162,5 +175,79 @@ func (m *MetricsReader) ScrapePod(ctx context.Context, p *corev1.Pod, port int32
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: HTTP %d: %.200s", url, resp.StatusCode, body)
 	}
-	return body, nil
+	samples, err := ParseSamples(body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	return samples, nil
+}
+
+// Sample is one counter, gauge or untyped sample of a Prometheus exposition.
+type Sample struct {
+	Name   string
+	Labels map[string]string
+	Value  float64
+}
+
+// Samples are the samples of one scrape.
+type Samples []Sample
+
+// ParseSamples reads a Prometheus text exposition.
+func ParseSamples(raw []byte) (Samples, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the metrics: %w", err)
+	}
+	var out Samples
+	for name, fam := range families {
+		for _, m := range fam.GetMetric() {
+			s := Sample{Name: name, Labels: map[string]string{}}
+			for _, l := range m.GetLabel() {
+				s.Labels[l.GetName()] = l.GetValue()
+			}
+			switch {
+			case m.GetCounter() != nil:
+				s.Value = m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				s.Value = m.GetGauge().GetValue()
+			case m.GetUntyped() != nil:
+				s.Value = m.GetUntyped().GetValue()
+			default:
+				continue
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// Sum adds up the samples of name whose labels include match.
+func (s Samples) Sum(name string, match map[string]string) float64 {
+	var total float64
+	for _, sample := range s {
+		if sample.Name == name && labelsInclude(sample.Labels, match) {
+			total += sample.Value
+		}
+	}
+	return total
+}
+
+// Value is the value of name's first sample (an unlabelled gauge has one), and whether there is one.
+func (s Samples) Value(name string) (float64, bool) {
+	for _, sample := range s {
+		if sample.Name == name {
+			return sample.Value, true
+		}
+	}
+	return 0, false
+}
+
+func labelsInclude(labels, match map[string]string) bool {
+	for k, v := range match {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }

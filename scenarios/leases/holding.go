@@ -54,7 +54,7 @@ func (s *scenarios) leaseHeld() types.Feature {
 			}
 			mB, err := b.scrape(ctx, c)
 			expect.NoError(t, err, "scraping %s", b)
-			expect.Equal(t, fmt.Sprintf("%s{namespace=%q} of %s", metricLeaseHeld, ns, b), 1.0, mB.sum(metricLeaseHeld, map[string]string{labelNamespace: ns}))
+			expect.Equal(t, fmt.Sprintf("%s{namespace=%q} of %s", metricLeaseHeld, ns, b), 1.0, mB.Sum(metricLeaseHeld, map[string]string{labelNamespace: ns}))
 			entries, err := a.readLogs(ctx, c)
 			expect.NoError(t, err, "reading the logs of %s", a)
 			if !slices.ContainsFunc(entries, func(e logEntry) bool {

@@ -2,7 +2,6 @@ package leases
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,19 +43,17 @@ const (
 
 // Metric names and webhook labels of the operator (operator/internal/metrics, webhook.go).
 const (
-	metricRequests        = "dynamo_webhook_requests_total"
-	metricLeaseHeld       = "dynamo_namespace_lease_held"
-	metricExcluded        = "dynamo_namespace_excluded"
-	webhookValidateDGD    = "validate-dynamographdeployment"
-	webhookMutateDGD      = "mutate-dynamographdeployment"
-	webhookMutateDGDR     = "mutate-dynamographdeploymentrequest"
-	operationCreate       = "CREATE"
-	labelWebhook          = "webhook"
-	labelOperation        = "operation"
-	labelResult           = "result"
-	labelNamespace        = "namespace"
-	metricsContainerPort  = "metrics"
-	defaultMetricsPortNum = 8443
+	metricRequests     = "dynamo_webhook_requests_total"
+	metricLeaseHeld    = "dynamo_namespace_lease_held"
+	metricExcluded     = "dynamo_namespace_excluded"
+	webhookValidateDGD = "validate-dynamographdeployment"
+	webhookMutateDGD   = "mutate-dynamographdeployment"
+	webhookMutateDGDR  = "mutate-dynamographdeploymentrequest"
+	operationCreate    = "CREATE"
+	labelWebhook       = "webhook"
+	labelOperation     = "operation"
+	labelResult        = "result"
+	labelNamespace     = "namespace"
 )
 
 // metricsReaders holds one install.MetricsReader (and so one token) per cluster and release.
@@ -105,13 +100,8 @@ func (o operator) runningPods(ctx context.Context, c *suite.Cluster) ([]corev1.P
 }
 
 // metrics are the samples scraped from every running pod of an operator.
-type metrics []sample
-
-type sample struct {
-	name   string
-	labels map[string]string
-	value  float64
-}
+// metrics are the samples of every running pod of an operator.
+type metrics struct{ install.Samples }
 
 // scrape reads /metrics of every running pod as a user's Prometheus does: HTTPS with the bearer
 // token of a ServiceAccount bound to the release's metrics-reader ClusterRole
@@ -120,87 +110,34 @@ type sample struct {
 func (o operator) scrape(ctx context.Context, c *suite.Cluster) (metrics, error) {
 	pods, err := o.runningPods(ctx, c)
 	if err != nil {
-		return nil, err
+		return metrics{}, err
 	}
 	if len(pods) == 0 {
-		return nil, fmt.Errorf("scraping the metrics of %s: no running pod", o)
+		return metrics{}, fmt.Errorf("scraping the metrics of %s: no running pod", o)
 	}
 	var out metrics
 	for _, p := range pods {
-		port := metricsPort(&p)
-		raw, err := o.scrapePod(ctx, c, &p, port)
+		port, err := install.MetricsPort(&p)
 		if err != nil {
-			return nil, fmt.Errorf("scraping /metrics of pod %s/%s (port %d): %w", p.Namespace, p.Name, port, err)
+			return metrics{}, err
 		}
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+		samples, err := o.scrapePod(ctx, c, &p, port)
 		if err != nil {
-			return nil, fmt.Errorf("parsing /metrics of pod %s/%s: %w", p.Namespace, p.Name, err)
+			return metrics{}, fmt.Errorf("scraping /metrics of pod %s/%s (port %d): %w", p.Namespace, p.Name, port, err)
 		}
-		for name, fam := range families {
-			for _, m := range fam.GetMetric() {
-				s := sample{name: name, labels: map[string]string{}}
-				for _, l := range m.GetLabel() {
-					s.labels[l.GetName()] = l.GetValue()
-				}
-				switch {
-				case m.GetCounter() != nil:
-					s.value = m.GetCounter().GetValue()
-				case m.GetGauge() != nil:
-					s.value = m.GetGauge().GetValue()
-				case m.GetUntyped() != nil:
-					s.value = m.GetUntyped().GetValue()
-				default:
-					continue
-				}
-				out = append(out, s)
-			}
-		}
+		out.Samples = append(out.Samples, samples...)
 	}
 	return out, nil
 }
 
 // scrapePod GETs the pod's /metrics as a user's Prometheus does.
-func (o operator) scrapePod(ctx context.Context, c *suite.Cluster, p *corev1.Pod, port int32) ([]byte, error) {
+func (o operator) scrapePod(ctx context.Context, c *suite.Cluster, p *corev1.Pod, port int32) (install.Samples, error) {
 	return o.metricsReader(c).ScrapePod(ctx, p, port, func(ctx context.Context) (net.Conn, error) { return c.DialPod(ctx, p, port) })
-}
-
-// metricsPort is the pod's container port named "metrics" (the chart's 8443).
-func metricsPort(p *corev1.Pod) int32 {
-	for _, ct := range p.Spec.Containers {
-		for _, port := range ct.Ports {
-			if port.Name == metricsContainerPort {
-				return port.ContainerPort
-			}
-		}
-	}
-	return defaultMetricsPortNum
-}
-
-// sum adds up the samples of name whose labels include match.
-func (m metrics) sum(name string, match map[string]string) float64 {
-	var total float64
-	for _, s := range m {
-		if s.name != name {
-			continue
-		}
-		ok := true
-		for k, v := range match {
-			if s.labels[k] != v {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			total += s.value
-		}
-	}
-	return total
 }
 
 // creates is dynamo_webhook_requests_total{webhook, operation="CREATE", result}.
 func (m metrics) creates(webhook, result string) float64 {
-	return m.sum(metricRequests, map[string]string{labelWebhook: webhook, labelOperation: operationCreate, labelResult: result})
+	return m.Sum(metricRequests, map[string]string{labelWebhook: webhook, labelOperation: operationCreate, labelResult: result})
 }
 
 // requestCounts describes a webhook's CREATE counters by result, for messages.

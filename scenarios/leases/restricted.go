@@ -47,7 +47,7 @@ func (s *scenarios) settled(ctx context.Context, t *testing.T, c *suite.Cluster)
 			if err != nil {
 				return false, err.Error(), nil
 			}
-			got := m.sum(metricExcluded, map[string]string{labelNamespace: ns})
+			got := m.Sum(metricExcluded, map[string]string{labelNamespace: ns})
 			return got == float64(len(pods)), fmt.Sprintf("%g of %d pods report it excluded", got, len(pods)), nil
 		})
 	// A skips the namespace now, so a denial there is B's.
