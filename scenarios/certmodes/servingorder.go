@@ -23,6 +23,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
@@ -96,20 +97,23 @@ func trustedByAPIServer(ctx context.Context, t *testing.T, c *suite.Cluster, r *
 func newPodWithAddress(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, before []corev1.Pod) corev1.Pod {
 	t.Helper()
 	var pod corev1.Pod
-	deadline := time.Now().Add(rolloutTimeout)
-	for time.Now().Before(deadline) {
-		pods, err := install.OperatorPods(ctx, c.Kube(), r)
-		if err == nil {
-			for _, p := range pods {
-				old := slices.ContainsFunc(before, func(b corev1.Pod) bool { return b.UID == p.UID })
-				if !old && p.Status.PodIP != "" {
-					return p
-				}
+	err := poll.UntilEvery(ctx, "a new operator pod with an address after the rollout restart", observeEvery, rolloutTimeout,
+		func(ctx context.Context) (bool, string, error) {
+			pods, err := install.OperatorPods(ctx, c.Kube(), r)
+			if err != nil {
+				return false, err.Error(), nil
 			}
-		}
-		time.Sleep(observeEvery)
-	}
-	expect.Fatalf(t, "expected a new operator pod with an address within %s of the rollout restart", rolloutTimeout)
+			var seen []string
+			for _, p := range pods {
+				if !slices.ContainsFunc(before, func(b corev1.Pod) bool { return b.UID == p.UID }) && p.Status.PodIP != "" {
+					pod = p
+					return true, "", nil
+				}
+				seen = append(seen, install.PodState(&p))
+			}
+			return false, strings.Join(seen, "; "), nil
+		})
+	expect.NoError(t, err, "waiting for the rollout's new pod")
 	return pod
 }
 

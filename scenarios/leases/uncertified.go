@@ -17,6 +17,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
@@ -65,16 +66,15 @@ func (s *scenarios) uncertifiedStop() types.Feature {
 				})
 			t.Logf("%s pod %s holds the Lease without a storable certificate", b, pod.Name)
 
-			deadline := time.Now().Add(uncertifiedWatch)
-			for time.Now().Before(deadline) {
-				got, err := c.Kube().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-				expect.NoError(t, err, "reading pod %s/%s", pod.Namespace, pod.Name)
-				if install.PodReady(got) {
-					expect.Fatalf(t, "expected %s pod %s not to be Ready while its serving certificate cannot be stored (Secret %s/%s deleted, its RoleBinding removed); it reported Ready: %s",
-						b, pod.Name, b.rel.Namespace, b.rel.SecretName(), install.PodState(got))
-				}
-				time.Sleep(probeEvery)
-			}
+			err := poll.Throughout(ctx, fmt.Sprintf("%s pod %s not to be Ready while its serving certificate cannot be stored (Secret %s/%s deleted, its RoleBinding removed)", b, pod.Name, b.rel.Namespace, b.rel.SecretName()),
+				probeEvery, uncertifiedWatch, func(ctx context.Context) (bool, string, error) {
+					got, err := c.Kube().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+					if err != nil {
+						return false, "", fmt.Errorf("reading pod %s/%s: %w", pod.Namespace, pod.Name, err)
+					}
+					return !install.PodReady(got), "it reported Ready: " + install.PodState(got), nil
+				})
+			expect.NoError(t, err, "watching the uncertified pod")
 
 			before := readLease(ctx, t, c, ns)
 			released := watchRelease(ctx, t, c, ns, before)

@@ -55,3 +55,30 @@ func UntilEvery(ctx context.Context, what string, interval, timeout time.Duratio
 	}
 	return nil
 }
+
+// Throughout checks cond every interval for duration and fails as soon as it does not hold:
+// for what must never happen ("the pod is not Ready"). The error says what was expected, for
+// how long, and what broke it: "expected <what> throughout <d>; after <t>: <state>"; an error
+// from cond ends the check as "checking <what>: <err>".
+func Throughout(ctx context.Context, what string, interval, duration time.Duration, cond Condition) error {
+	start := time.Now()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		holds, seen, err := cond(ctx)
+		if err != nil {
+			return fmt.Errorf("checking %s: %w", what, err)
+		}
+		if !holds {
+			return fmt.Errorf("expected %s throughout %s; after %s: %s", what, duration, time.Since(start).Round(100*time.Millisecond), seen)
+		}
+		if time.Since(start) >= duration {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("checking %s: %w", what, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}

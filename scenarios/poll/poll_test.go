@@ -65,3 +65,34 @@ func TestUntilEndsWithItsContext(t *testing.T) {
 	require.Error(t, err, "expected an error matching %s, saw %v", want, err)
 	require.Regexp(t, want, err.Error(), "expected an error matching %s, saw %v", want, err)
 }
+
+func TestThroughoutHoldsForTheWholeDuration(t *testing.T) {
+	calls := 0
+	start := time.Now()
+	err := Throughout(context.Background(), "the road empty", 5*time.Millisecond, 50*time.Millisecond, func(context.Context) (bool, string, error) {
+		calls++
+		return true, "", nil
+	})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond, "expected the check to last the whole duration")
+	require.Greater(t, calls, 2, "expected the condition checked repeatedly")
+}
+
+func TestThroughoutSaysWhatBrokeIt(t *testing.T) {
+	calls := 0
+	err := Throughout(context.Background(), "the road empty", time.Millisecond, time.Second, func(context.Context) (bool, string, error) {
+		calls++
+		return calls < 3, "Godot arrived", nil
+	})
+	want := regexp.MustCompile(`^expected the road empty throughout 1s; after [0-9.]+m?s: Godot arrived$`)
+	require.Error(t, err)
+	require.Regexp(t, want, err.Error())
+	require.Equal(t, 3, calls, "expected the check to stop at the first break")
+}
+
+func TestThroughoutStopsAtTheConditionsError(t *testing.T) {
+	err := Throughout(context.Background(), "the road empty", time.Millisecond, time.Second, func(context.Context) (bool, string, error) {
+		return false, "", errors.New("no road")
+	})
+	require.EqualError(t, err, "checking the road empty: no road")
+}
