@@ -128,6 +128,15 @@ e2e: control-plane ## Every suite under e2e/ (PROVIDER, K8S_VERSION, LABELS, KEE
 	go run ./scenarios/report/cmd/e2e-summary -dir $(E2E_OUTPUT) $(if $(filter 1,$(COVER)),-coverage $(COVER_OUTPUT)) || failed=1; \
 	exit $$failed
 
+# The e2e matrix: every suite × provider × Kubernetes version, one cell after another, one grid.
+VERSIONS  ?=
+PROVIDERS ?=
+SUITES    ?=
+
+.PHONY: e2e-matrix
+e2e-matrix: ## Suites × providers × Kubernetes versions (VERSIONS, PROVIDERS, SUITES; default all), one cell after another: _output/matrix/report.md.
+	@go run ./scenarios/cmd/gauntlet-matrix -versions "$(VERSIONS)" -providers "$(PROVIDERS)" -suites "$(SUITES)" -out $(OUTPUT)/matrix
+
 # Mutation testing through the suites (local provider): MUTANTS mutants that compile, picked
 # by MUTATE_SEED; per-suite coverage from a `make e2e COVER=1` of the same sources, if any.
 MUTANTS     ?= 40

@@ -10,12 +10,10 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/report"
@@ -41,8 +39,6 @@ var GoTargets = []string{
 // TemplateTargets are the chart template directories whose lines are dropped.
 var TemplateTargets = []string{"charts/dynamo-operator/templates"}
 
-// interruptGrace is how long an interrupted suite may take to delete its cluster.
-const interruptGrace = 2 * time.Minute
 
 // Options of a mutation run.
 type Options struct {
@@ -388,16 +384,12 @@ func copyWorkspace(ctx context.Context, root, dst string) error {
 	return nil
 }
 
-// command runs name in dir and returns its output. Cancelled, it interrupts the command's
-// whole process group (SIGINT, as Ctrl-C would) and gives it interruptGrace to finish: a suite
-// deletes its cluster on an interrupt, and would leave it running if killed.
+// command runs name in dir and returns its output; cancelled, it interrupts the command's
+// process group (suite.InterruptibleCommand).
 func command(ctx context.Context, dir string, env []string, name string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, name, args...) //nolint:gosec // G204: go and git with arguments this package builds
+	cmd := suite.InterruptibleCommand(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
-	cmd.WaitDelay = interruptGrace
 	var b bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &b, &b
 	err := cmd.Run()

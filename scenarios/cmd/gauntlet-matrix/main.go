@@ -1,0 +1,73 @@
+// Command gauntlet-matrix runs the e2e suites over Kubernetes versions × providers × suites,
+// one cell after another, and writes one report. `make e2e-matrix` runs it:
+//
+//	go run ./scenarios/cmd/gauntlet-matrix -versions "v1.37.0" -providers "local kind" -suites "hostile autocert" -out _output/matrix
+//
+// Empty lists mean all that are supported. It prints a progress line per cell, writes
+// <out>/report.md (the grid) and <out>/result.json, and exits 1 when a cell failed or did not
+// start, 2 on bad input (an unknown version, provider or suite: the message lists what is
+// supported) or when the report cannot be written.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/matrix"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+)
+
+func main() {
+	versions := flag.String("versions", "", "Kubernetes versions, space- or comma-separated (default: every supported one)")
+	providers := flag.String("providers", "", "providers: local, kind (default: both)")
+	suites := flag.String("suites", "", "suites under e2e/ (default: all)")
+	out := flag.String("out", "_output/matrix", "output directory (emptied first)")
+	flag.Parse()
+	os.Exit(run(*versions, *providers, *suites, *out))
+}
+
+func run(versions, providers, suites, out string) int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "e2e-matrix:", err)
+		return 2
+	}
+	root, err := workspace.Root()
+	if err != nil {
+		return fail(err)
+	}
+	supported, err := matrix.SupportedIn(root)
+	if err != nil {
+		return fail(err)
+	}
+	plan, err := matrix.ParsePlan(versions, providers, suites, supported)
+	if err != nil {
+		return fail(err)
+	}
+	if out, err = filepath.Abs(out); err != nil {
+		return fail(err)
+	}
+	if err := os.RemoveAll(out); err != nil {
+		return fail(err)
+	}
+	if err := os.MkdirAll(out, 0o750); err != nil {
+		return fail(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Printf("e2e-matrix: %d cells (versions %v × providers %v × suites %v) → %s\n",
+		len(plan.Cells()), plan.Versions, plan.Providers, plan.Suites, out)
+	res := matrix.Run(ctx, plan, matrix.Commands{Root: root}, out, os.Stdout)
+	if err := matrix.Write(out, res); err != nil {
+		return fail(err)
+	}
+	fmt.Printf("e2e-matrix: %s → %s\n", res.Headline(), filepath.Join(out, matrix.ReportFile))
+	if res.Count(matrix.Passed) != len(res.Cells) {
+		return 1
+	}
+	return 0
+}

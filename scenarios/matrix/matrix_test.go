@@ -1,0 +1,200 @@
+package matrix
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/report"
+)
+
+var supported = Supported{
+	Versions:   []string{"v1.36.3", "v1.37.0"},
+	Providers:  []string{"local", "kind"},
+	Suites:     []string{"autocert", "hostile"},
+	AddVersion: "see hack/tools/k8s/go.mod",
+}
+
+func TestParsePlan(t *testing.T) {
+	p, err := ParsePlan("", "", "", supported)
+	require.NoError(t, err)
+	assert.Equal(t, Plan{Versions: supported.Versions, Providers: supported.Providers, Suites: supported.Suites}, p, "empty lists mean everything supported")
+	assert.Len(t, p.Cells(), 8)
+
+	p, err = ParsePlan("v1.37.0", "kind, local kind", "hostile", supported)
+	require.NoError(t, err)
+	assert.Equal(t, []Cell{{"v1.37.0", "kind", "hostile"}, {"v1.37.0", "local", "hostile"}}, p.Cells(), "in the order given, without repeats")
+
+	for _, bad := range []struct{ versions, providers, suites, want string }{
+		{versions: "v1.35.4", want: `VERSIONS="v1.35.4": unknown Kubernetes version "v1.35.4"; supported: v1.36.3, v1.37.0 (see hack/tools/k8s/go.mod)`},
+		{providers: "local existing", want: `PROVIDERS="local existing": unknown provider "existing"; supported: local, kind`},
+		{suites: "nope", want: `SUITES="nope": unknown suite "nope"; supported: autocert, hostile`},
+	} {
+		_, err := ParsePlan(bad.versions, bad.providers, bad.suites, supported)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), bad.want)
+	}
+}
+
+func TestSupportedIn(t *testing.T) {
+	root := t.TempDir()
+	write := func(path, content string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o750))
+		require.NoError(t, os.WriteFile(filepath.Join(root, path), []byte(content), 0o600))
+	}
+	write(ControlPlaneModule, "module x\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes v1.37.2 // indirect\n\nrequire (\n\tk8s.io/api v0.37.2 // indirect\n)\n")
+	write("e2e/hostile/main_test.go", "package hostile\n")
+	write("e2e/autocert/main_test.go", "package autocert\n")
+	write("e2e/go.mod", "module e2e\n")
+	s, err := SupportedIn(root)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"v1.37.2"}, s.Versions)
+	assert.Equal(t, []string{"autocert", "hostile"}, s.Suites)
+	assert.Equal(t, Providers, s.Providers)
+}
+
+// fakeSteps runs no suite: each cell's "suite" writes the summary the test gives it.
+type fakeSteps struct {
+	prepareErr map[string]error // by "version provider"
+	prepared   []string
+	summaries  map[string]report.Summary // by cell
+	exitErr    map[string]error
+	onRun      func(Cell)
+}
+
+func (f *fakeSteps) Prepare(_ context.Context, version, provider string, log io.Writer) error {
+	f.prepared = append(f.prepared, version+" "+provider)
+	_, _ = fmt.Fprintln(log, "preparing")
+	return f.prepareErr[version+" "+provider]
+}
+
+func (f *fakeSteps) RunSuite(_ context.Context, c Cell, reportsRoot string, log io.Writer) error {
+	if f.onRun != nil {
+		f.onRun(c)
+	}
+	_, _ = fmt.Fprintln(log, "running", c)
+	if s, ok := f.summaries[c.String()]; ok {
+		if err := report.WriteFiles(filepath.Join(reportsRoot, c.Suite), s); err != nil {
+			return err
+		}
+	}
+	return f.exitErr[c.String()]
+}
+
+func summary(suite string, results ...report.Outcome) report.Summary {
+	s := report.Summary{Suite: suite, Provider: "local", KubernetesVersion: "v1.37.0", StartedAt: time.Now(), Seconds: 3}
+	for i, r := range results {
+		sc := report.Scenario{ID: fmt.Sprintf("H%d", i+1), Title: fmt.Sprintf("scenario %d", i+1), Result: r, Seconds: 1.5, Details: map[string]any{}}
+		if r == report.Failed {
+			sc.Details[report.MessageKey] = "expected 413, saw 200\nmore detail"
+		}
+		s.Scenarios = append(s.Scenarios, sc)
+	}
+	return s
+}
+
+func TestRunKeepsGoingAndReportsEachCell(t *testing.T) {
+	plan := Plan{Versions: []string{"v1.37.0"}, Providers: []string{"local", "kind"}, Suites: []string{"autocert", "hostile"}}
+	steps := &fakeSteps{
+		prepareErr: map[string]error{"v1.37.0 kind": errors.New("hack/kind-host.sh check: exit status 1: ✗ docker run --privileged fails; run make kind-host-setup")},
+		summaries: map[string]report.Summary{
+			"v1.37.0 local autocert": summary("autocert", report.Passed, report.Passed),
+			"v1.37.0 local hostile":  summary("hostile", report.Passed, report.Failed),
+		},
+		exitErr: map[string]error{"v1.37.0 local hostile": errors.New("exit status 1")},
+	}
+	out := t.TempDir()
+	var progress bytes.Buffer
+	res := Run(context.Background(), plan, steps, out, &progress)
+
+	require.Len(t, res.Cells, 4)
+	assert.Equal(t, []string{"v1.37.0 local", "v1.37.0 kind"}, steps.prepared, "each version and provider is prepared once")
+	byCell := map[string]CellResult{}
+	for _, c := range res.Cells {
+		byCell[c.Cell.String()] = c
+	}
+	assert.Equal(t, Passed, byCell["v1.37.0 local autocert"].Outcome)
+	assert.Equal(t, Failed, byCell["v1.37.0 local hostile"].Outcome)
+	assert.Equal(t, "H2: expected 413, saw 200", byCell["v1.37.0 local hostile"].Reason)
+	for _, s := range []string{"autocert", "hostile"} {
+		c := byCell["v1.37.0 kind "+s]
+		assert.Equal(t, NotStarted, c.Outcome, "a cell whose host cannot run kind did not start; it did not fail")
+		assert.Contains(t, c.Reason, "cannot start: hack/kind-host.sh check")
+	}
+	assert.Equal(t, 1, res.Count(Passed))
+	assert.Equal(t, 1, res.Count(Failed))
+	assert.Equal(t, 2, res.Count(NotStarted))
+
+	lines := progress.String()
+	assert.Contains(t, lines, "cell 2/4 v1.37.0 local hostile: failed in")
+	assert.Contains(t, lines, "(2 scenarios: 1 passed, 1 failed, 0 skipped) — H2: expected 413, saw 200; so far 1 passed, 1 failed, 0 not started")
+	assert.Contains(t, lines, "cell 4/4 v1.37.0 kind hostile: not started")
+	log, err := os.ReadFile(filepath.Join(out, byCell["v1.37.0 local hostile"].Log))
+	require.NoError(t, err)
+	assert.Contains(t, string(log), "running v1.37.0 local hostile")
+}
+
+func TestASuiteThatExitsWithoutASummaryFails(t *testing.T) {
+	plan := Plan{Versions: []string{"v1.37.0"}, Providers: []string{"local"}, Suites: []string{"hostile", "autocert"}}
+	steps := &fakeSteps{
+		summaries: map[string]report.Summary{"v1.37.0 local autocert": summary("autocert", report.Passed)},
+		exitErr: map[string]error{
+			"v1.37.0 local hostile":  errors.New("exit status 2"),
+			"v1.37.0 local autocert": errors.New("exit status 1"),
+		},
+	}
+	res := Run(context.Background(), plan, steps, t.TempDir(), io.Discard)
+	assert.Equal(t, Failed, res.Cells[0].Outcome)
+	assert.Equal(t, "the suite exited (exit status 2) without a summary.json; see v1.37.0/local/hostile.log", res.Cells[0].Reason)
+	assert.Equal(t, Failed, res.Cells[1].Outcome, "a non-zero exit fails the cell even when every scenario passed")
+	assert.Contains(t, res.Cells[1].Reason, "every scenario passed, but the suite exited (exit status 1)")
+}
+
+func TestAnInterruptLeavesTheRestNotStarted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plan := Plan{Versions: []string{"v1.37.0"}, Providers: []string{"local"}, Suites: []string{"autocert", "hostile"}}
+	steps := &fakeSteps{onRun: func(Cell) { cancel() }}
+	res := Run(ctx, plan, steps, t.TempDir(), io.Discard)
+	assert.Equal(t, Failed, res.Cells[0].Outcome)
+	assert.Equal(t, "interrupted", res.Cells[0].Reason)
+	assert.Equal(t, NotStarted, res.Cells[1].Outcome)
+	assert.Equal(t, "interrupted before it started", res.Cells[1].Reason)
+}
+
+func TestTheReportsGrid(t *testing.T) {
+	plan := Plan{Versions: []string{"v1.37.0"}, Providers: []string{"local", "kind"}, Suites: []string{"hostile"}}
+	steps := &fakeSteps{
+		prepareErr: map[string]error{"v1.37.0 kind": errors.New("no Docker")},
+		summaries:  map[string]report.Summary{"v1.37.0 local hostile": summary("hostile", report.Passed, report.Failed, report.Skipped)},
+	}
+	out := t.TempDir()
+	res := Run(context.Background(), plan, steps, out, io.Discard)
+	require.NoError(t, Write(out, res))
+
+	md, err := os.ReadFile(filepath.Join(out, ReportFile))
+	require.NoError(t, err)
+	text := string(md)
+	assert.Contains(t, text, "**2 cells: 0 passed, 1 failed, 1 not started")
+	assert.Contains(t, text, "| v1.37.0 local hostile | ❌ failed: H2: expected 413, saw 200 | 1/3 | 0s | [reports](v1.37.0/local/hostile) · [log](v1.37.0/local/hostile.log) |")
+	assert.Contains(t, text, "| v1.37.0 kind hostile | ⏸ not started: cannot start: no Docker |  |  | [log](v1.37.0/kind/hostile.log) |")
+	assert.Contains(t, text, "| suite | scenario | v1.37.0 local | v1.37.0 kind |")
+	assert.Contains(t, text, "| hostile | H1 — scenario 1 | ✅ 1.5s | ⏸ |")
+	assert.Contains(t, text, "| hostile | H2 — scenario 2 | ❌ [1.5s](v1.37.0/local/hostile/artifacts) | ⏸ |")
+	assert.Contains(t, text, "| hostile | H3 — scenario 3 | ⏭ 1.5s | ⏸ |")
+	assert.Contains(t, text, "### v1.37.0 local hostile — H2 scenario 2\n\n[artifacts](v1.37.0/local/hostile/artifacts) · [log](v1.37.0/local/hostile.log)\n\n```\nexpected 413, saw 200\nmore detail\n```")
+
+	js, err := os.ReadFile(filepath.Join(out, ResultFile))
+	require.NoError(t, err)
+	assert.True(t, strings.Contains(string(js), `"outcome": "not started"`), "result.json holds every cell")
+}
