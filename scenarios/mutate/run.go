@@ -39,7 +39,6 @@ var GoTargets = []string{
 // TemplateTargets are the chart template directories whose lines are dropped.
 var TemplateTargets = []string{"charts/dynamo-operator/templates"}
 
-
 // Options of a mutation run.
 type Options struct {
 	// Root is the workspace; Out the report directory (its workspace/ is the scratch copy).
