@@ -137,6 +137,10 @@ SUITES    ?=
 e2e-matrix: ## Suites × providers × Kubernetes versions (VERSIONS, PROVIDERS, SUITES; default all), one cell after another: _output/matrix/report.md.
 	@go run ./scenarios/cmd/gauntlet-matrix -versions "$(VERSIONS)" -providers "$(PROVIDERS)" -suites "$(SUITES)" -out $(OUTPUT)/matrix
 
+.PHONY: e2e-matrix-merge
+e2e-matrix-merge: ## One report of earlier matrix runs: PARTS (their output directories) → _output/matrix/report.md (the nightly workflow's last job).
+	@go run ./scenarios/cmd/gauntlet-matrix -merge "$(PARTS)" -out $(OUTPUT)/matrix
+
 # Mutation testing through the suites (local provider): MUTANTS mutants that compile, picked
 # by MUTATE_SEED; per-suite coverage from a `make e2e COVER=1` of the same sources, if any.
 MUTANTS     ?= 40

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make lint`: gofmt, golangci-lint (configured by .golangci.yml: govet — go vet's analyzers —,
 # staticcheck, errcheck, gosec, testifylint, ineffassign, unused, misspell, nolintlint, and the
-# gofmt formatter) once per module of go.work, and a check that generated files match their
-# sources. Every step runs; the script then fails naming the steps that failed.
+# gofmt formatter) once per module of go.work, actionlint over the GitHub workflows, and a check
+# that generated files match their sources. Every step runs; the script then fails naming the
+# steps that failed.
 #
 #   hack/lint.sh                                   # every module
 #   LINT_MODULES="operator bench" hack/lint.sh     # some modules
@@ -24,7 +25,7 @@ if [[ -n "$unformatted" ]]; then
   failed+=(gofmt)
 fi
 
-golangci_lint=$(hack/golangci-lint.sh) # built once into the cache, rebuilt when the pin changes
+golangci_lint=$(hack/tool.sh golangci-lint) # built once into the cache, rebuilt when the pin changes
 # One run per module: a package that does not compile hides every other finding of its run.
 for m in "${modules[@]}"; do
   t0=$SECONDS
@@ -36,6 +37,12 @@ for m in "${modules[@]}"; do
     failed+=("golangci-lint $m")
   fi
 done
+
+step actionlint "the GitHub workflows (.github/workflows)"
+if ! "$(hack/tool.sh actionlint)" -color=false; then
+  echo "✗ actionlint found problems in .github/workflows"
+  failed+=(actionlint)
+fi
 
 step generated "controller-gen output (deepcopy, CRDs, webhook manifests) up to date"
 if ! hack/check-generated.sh; then

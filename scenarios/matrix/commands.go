@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/kind"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
@@ -25,11 +26,15 @@ type Commands struct {
 var _ Steps = Commands{}
 
 // Prepare builds (or finds cached) the version's control-plane binaries and, for kind, checks
-// that the host runs privileged containers and builds the version's node image.
+// that the host runs privileged containers and builds the version's node image — unless
+// KIND_NODE_IMAGE names one (a stock kindest/node image, pulled beforehand).
 func (c Commands) Prepare(ctx context.Context, version, provider string, log io.Writer) error {
 	scripts := [][]string{{"hack/control-plane.sh"}}
 	if provider == "kind" {
-		scripts = append(scripts, []string{"hack/kind-host.sh", "check"}, []string{"hack/kind-node-image.sh"})
+		scripts = append(scripts, []string{"hack/kind-host.sh", "check"})
+		if os.Getenv(kind.NodeImageEnv) == "" {
+			scripts = append(scripts, []string{"hack/kind-node-image.sh"})
+		}
 	}
 	for _, s := range scripts {
 		if err := c.run(ctx, log, []string{"K8S_VERSION=" + version}, filepath.Join(c.Root, s[0]), s[1:]...); err != nil {

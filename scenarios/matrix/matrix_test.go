@@ -198,3 +198,26 @@ func TestTheReportsGrid(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.Contains(string(js), `"outcome": "not started"`), "result.json holds every cell")
 }
+
+func TestMergeLinksEachPartsReports(t *testing.T) {
+	root := t.TempDir()
+	out := filepath.Join(root, "matrix")
+	var parts []string
+	for _, provider := range []string{"local", "kind"} {
+		part := filepath.Join(root, "parts", "matrix-v1.37.0-"+provider)
+		require.NoError(t, os.MkdirAll(part, 0o750))
+		plan := Plan{Versions: []string{"v1.37.0"}, Providers: []string{provider}, Suites: []string{"hostile"}}
+		steps := &fakeSteps{summaries: map[string]report.Summary{"v1.37.0 " + provider + " hostile": summary("hostile", report.Passed)}}
+		require.NoError(t, Write(part, Run(context.Background(), plan, steps, part, io.Discard)))
+		parts = append(parts, part)
+	}
+	res, err := Merge(out, parts)
+	require.NoError(t, err)
+	require.Len(t, res.Cells, 2)
+	assert.Equal(t, "../parts/matrix-v1.37.0-kind/v1.37.0/kind/hostile", res.Cells[1].Reports)
+	assert.Equal(t, "../parts/matrix-v1.37.0-kind/v1.37.0/kind/hostile.log", res.Cells[1].Log)
+	assert.Equal(t, 2, res.Count(Passed))
+
+	_, err = Merge(out, []string{filepath.Join(root, "nowhere")})
+	require.ErrorContains(t, err, "merging matrix results")
+}

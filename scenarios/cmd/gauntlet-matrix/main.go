@@ -6,7 +6,10 @@
 // Empty lists mean all that are supported. It prints a progress line per cell, writes
 // <out>/report.md (the grid) and <out>/result.json, and exits 1 when a cell failed or did not
 // start, 2 on bad input (an unknown version, provider or suite: the message lists what is
-// supported) or when the report cannot be written.
+// supported) or when the report cannot be written. With -merge it runs nothing and writes one
+// report of the results of earlier runs (the nightly workflow's jobs):
+//
+//	go run ./scenarios/cmd/gauntlet-matrix -merge "_output/matrix-parts/a _output/matrix-parts/b" -out _output/matrix
 package main
 
 import (
@@ -16,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/matrix"
@@ -27,8 +31,37 @@ func main() {
 	providers := flag.String("providers", "", "providers: local, kind (default: both)")
 	suites := flag.String("suites", "", "suites under e2e/ (default: all)")
 	out := flag.String("out", "_output/matrix", "output directory (emptied first)")
+	merge := flag.String("merge", "", "run nothing: merge these directories' result.json (space-separated) into one report")
 	flag.Parse()
+	if *merge != "" {
+		os.Exit(mergeParts(strings.Fields(*merge), *out))
+	}
 	os.Exit(run(*versions, *providers, *suites, *out))
+}
+
+func mergeParts(parts []string, out string) int {
+	if err := os.MkdirAll(out, 0o750); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e-matrix:", err)
+		return 2
+	}
+	res, err := matrix.Merge(out, parts)
+	if err == nil {
+		err = matrix.Write(out, res)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e-matrix:", err)
+		return 2
+	}
+	return report(res, out)
+}
+
+// report prints the headline and says whether every cell passed.
+func report(res matrix.Result, out string) int {
+	fmt.Printf("e2e-matrix: %s → %s\n", res.Headline(), filepath.Join(out, matrix.ReportFile))
+	if res.Count(matrix.Passed) != len(res.Cells) {
+		return 1
+	}
+	return 0
 }
 
 func run(versions, providers, suites, out string) int {
@@ -65,9 +98,5 @@ func run(versions, providers, suites, out string) int {
 	if err := matrix.Write(out, res); err != nil {
 		return fail(err)
 	}
-	fmt.Printf("e2e-matrix: %s → %s\n", res.Headline(), filepath.Join(out, matrix.ReportFile))
-	if res.Count(matrix.Passed) != len(res.Cells) {
-		return 1
-	}
-	return 0
+	return report(res, out)
 }

@@ -1,0 +1,88 @@
+package matrix
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+)
+
+// workflow is the part of a GitHub workflow the checks read.
+type workflow struct {
+	Jobs map[string]struct {
+		Strategy struct {
+			Matrix map[string]any `json:"matrix"`
+		} `json:"strategy"`
+		Steps []struct {
+			Run string `json:"run"`
+		} `json:"steps"`
+	} `json:"jobs"`
+}
+
+func readWorkflow(t *testing.T, root, name string) workflow {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, ".github", "workflows", name)) //nolint:gosec // G304: a file of the workspace
+	require.NoError(t, err)
+	var w workflow
+	require.NoError(t, yaml.Unmarshal(raw, &w), "parsing %s", name)
+	return w
+}
+
+func listOf(v any) []string {
+	var out []string
+	list, _ := v.([]any)
+	for _, x := range list {
+		out = append(out, strings.TrimSpace(toString(x)))
+	}
+	return out
+}
+
+func toString(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// The nightly workflow runs every supported Kubernetes version, both providers and every suite:
+// a version added to hack/tools/k8s/go.mod or a suite added under e2e/ that the nightly misses
+// fails here.
+func TestNightlyWorkflowCoversTheMatrix(t *testing.T) {
+	root, err := workspace.Root()
+	require.NoError(t, err)
+	s, err := SupportedIn(root)
+	require.NoError(t, err)
+	w := readWorkflow(t, root, "nightly.yaml")
+	e2e, ok := w.Jobs["e2e"]
+	require.True(t, ok, "nightly.yaml has an e2e job")
+	assert.Equal(t, s.Versions, listOf(e2e.Strategy.Matrix["version"]), "nightly.yaml's matrix.version: every Kubernetes version hack/tools/k8s/go.mod builds")
+	assert.ElementsMatch(t, s.Providers, listOf(e2e.Strategy.Matrix["provider"]), "nightly.yaml's matrix.provider")
+
+	suitesArg := regexp.MustCompile(`make e2e-matrix .*SUITES="([^"]*)"`)
+	var suites []string
+	for _, st := range e2e.Steps {
+		if m := suitesArg.FindStringSubmatch(st.Run); m != nil {
+			suites = strings.Fields(m[1])
+		}
+	}
+	assert.Equal(t, s.Suites, suites, "nightly.yaml's make e2e-matrix SUITES: every suite under e2e/")
+}
+
+// CI runs the README's test command.
+func TestCIWorkflowRunsMakeTest(t *testing.T) {
+	root, err := workspace.Root()
+	require.NoError(t, err)
+	w := readWorkflow(t, root, "ci.yaml")
+	var runs []string
+	for _, job := range w.Jobs {
+		for _, st := range job.Steps {
+			runs = append(runs, st.Run)
+		}
+	}
+	assert.Contains(t, runs, "make test")
+}
