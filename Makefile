@@ -191,6 +191,12 @@ BASE                ?= bench/baselines/local-2core.json
 bench: control-plane ## Webhook latency benchmark on the local provider (≈ 5–6 min): _output/bench/<run>/{result.json,report.md,*.svg}.
 	@go run ./bench/cmd/gauntlet-bench run $(BENCH_FLAGS)
 
+RESULTS ?= $(OUTPUT)/bench
+
+.PHONY: bench-trend
+bench-trend: ## Latency over time: p50/p99 per step across the runs in RESULTS (default _output/bench) → RESULTS/trend.{md,svg}.
+	@go run ./bench/cmd/gauntlet-bench trend $(RESULTS)
+
 .PHONY: bench-compare
 bench-compare: control-plane ## Benchmark and compare with BASE; exit 1 on regression. CURRENT=<result.json> compares without running.
 	@if [ -n "$(CURRENT)" ]; then go run ./bench/cmd/gauntlet-bench compare --base $(BASE) --current $(CURRENT) $(BENCH_COMPARE_FLAGS); \

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -349,6 +350,34 @@ func Read(path string) (Result, error) {
 		return Result{}, fmt.Errorf("reading benchmark result %s: %w", path, err)
 	}
 	return r, nil
+}
+
+// ReadAll reads every result.json in dirs and one level below (a directory of runs, as
+// _output/bench holds them), ordered by when each run started. Finding none is an error.
+func ReadAll(dirs ...string) ([]Result, error) {
+	var paths []string
+	for _, d := range dirs {
+		for _, pattern := range []string{filepath.Join(d, FileName), filepath.Join(d, "*", FileName)} {
+			found, err := filepath.Glob(pattern)
+			if err != nil {
+				return nil, err
+			}
+			paths = append(paths, found...)
+		}
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no %s in %s or their sub-directories", FileName, strings.Join(dirs, ", "))
+	}
+	var out []Result
+	for _, p := range paths {
+		r, err := Read(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	slices.SortStableFunc(out, func(a, b Result) int { return a.StartedAt.Compare(b.StartedAt) })
+	return out, nil
 }
 
 func cmpFloat(a, b float64) int {

@@ -270,3 +270,19 @@ func TestGitRevision(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "running git rev-parse HEAD in")
 }
+
+func TestReadAllOrdersRunsByStart(t *testing.T) {
+	dir := t.TempDir()
+	for i, day := range []int{3, 1, 2} {
+		r := Result{Run: fmt.Sprintf("run-%d", i), StartedAt: time.Date(2026, 11, day, 2, 0, 0, 0, time.UTC),
+			Steps: []Step{{StepSpec: StepSpec{Name: "direct/validate", Mode: Direct, Rate: 100}, Requests: 1, SuccessRatio: 1}}}
+		require.NoError(t, Write(filepath.Join(dir, r.Run, FileName), r))
+	}
+	runs, err := ReadAll(dir)
+	require.NoError(t, err)
+	require.Len(t, runs, 3)
+	assert.Equal(t, []string{"run-1", "run-2", "run-0"}, []string{runs[0].Run, runs[1].Run, runs[2].Run})
+
+	_, err = ReadAll(t.TempDir())
+	require.ErrorContains(t, err, "no result.json in")
+}

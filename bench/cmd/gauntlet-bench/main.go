@@ -4,18 +4,23 @@
 //	gauntlet-bench run [flags]                                   # make bench
 //	gauntlet-bench run --baseline bench/baselines/local-2core.json  # make bench-compare BASE=…
 //	gauntlet-bench compare --base <result.json> --current <result.json>
+//	gauntlet-bench trend [--out DIR] DIR...                       # make bench-trend RESULTS=…
 //
 // run brings up a testbed (a local cluster with the chart installed, or
 // envtest with the operator as a subprocess for --smoke), runs the rate
 // ladders and writes _output/bench/<run>/{result.json,report.md,*.svg}.
-// compare exits 1 when the current run regressed beyond the tolerances.
+// compare exits 1 when the current run regressed beyond the tolerances. trend
+// reads every result.json in the directories (and one level below) and writes
+// trend.md and trend.svg: each step's p50 and p99 across the runs, oldest first.
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -53,6 +58,8 @@ func main() {
 		err = runCommand(ctx, os.Args[2:])
 	case "compare":
 		err = compareCommand(os.Args[2:])
+	case "trend":
+		err = trendCommand(os.Args[2:])
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -79,6 +86,7 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   gauntlet-bench run [--smoke] [--provider local|envtest] [--baseline result.json] [flags]
   gauntlet-bench compare --base result.json --current result.json [tolerance flags]
+  gauntlet-bench trend [--out DIR] DIR...
 Run "gauntlet-bench run -h" or "gauntlet-bench compare -h" for the flags.
 `)
 }
@@ -367,3 +375,36 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// trendCommand renders the latency trend of the runs found in the directories.
+func trendCommand(args []string) error {
+	fs := flag.NewFlagSet("trend", flag.ContinueOnError)
+	out := fs.String("out", "", "where to write trend.md and trend.svg (default: the first directory)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() == 0 {
+		return usageError{errors.New("trend: name at least one directory of results (result.json, or <run>/result.json)")}
+	}
+	runs, err := result.ReadAll(fs.Args()...)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = fs.Arg(0)
+	}
+	if err := os.MkdirAll(*out, 0o750); err != nil {
+		return err
+	}
+	for name, render := range map[string]func(io.Writer, []result.Result) error{"trend.md": report.TrendMarkdown, "trend.svg": report.TrendSVG} {
+		var b bytes.Buffer
+		if err := render(&b, runs); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(*out, name), b.Bytes(), 0o600); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("gauntlet-bench: trend of %d runs → %s, %s\n", len(runs), filepath.Join(*out, "trend.md"), filepath.Join(*out, "trend.svg"))
+	return nil
+}
