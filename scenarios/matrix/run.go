@@ -86,7 +86,10 @@ func Run(ctx context.Context, plan Plan, steps Steps, out string, progress io.Wr
 		say("cell %d/%d %s …", i+1, len(cells), c)
 		r := runCell(ctx, c, steps, out, prepared, say)
 		res.Cells = append(res.Cells, r)
-		line := fmt.Sprintf("cell %d/%d %s: %s in %s", i+1, len(cells), c, r.Outcome, (time.Duration(r.Seconds * float64(time.Second))).Round(time.Second))
+		line := fmt.Sprintf("cell %d/%d %s: %s", i+1, len(cells), c, r.Outcome)
+		if r.Outcome != NotStarted {
+			line += " in " + duration(r.Seconds)
+		}
 		if r.Summary != nil {
 			n := r.Summary.Counts()
 			line += fmt.Sprintf(" (%d scenarios: %d passed, %d failed, %d skipped)", n.Total(), n.Passed, n.Failed, n.Skipped)
