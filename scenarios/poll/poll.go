@@ -28,21 +28,30 @@ func Until(ctx context.Context, what string, timeout time.Duration, cond Conditi
 	return UntilEvery(ctx, what, Interval, timeout, cond)
 }
 
+// CheckTimeout bounds one check of a condition. A check is not cut short by the wait's deadline
+// (it may end up to CheckTimeout past it): the last one's view is what a timeout error quotes,
+// and a check cut short by the deadline sees only its own cancellation ("client rate limiter
+// Wait returned an error: rate: Wait(n=1) would exceed context deadline") instead of, say, the
+// crash-looping pod that kept a Deployment from becoming Available.
+const CheckTimeout = 15 * time.Second
+
 // UntilEvery is Until checking every interval instead of every Interval: for waits on local
 // processes, where a quarter of a second is long next to the wait itself.
 func UntilEvery(ctx context.Context, what string, interval, timeout time.Duration, cond Condition) error {
 	start := time.Now()
 	seen := "nothing yet"
 	var condErr error
-	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
-		done, s, err := cond(ctx)
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(context.Context) (bool, error) {
+		checkCtx, cancel := context.WithTimeout(ctx, CheckTimeout)
+		defer cancel()
+		done, s, err := cond(checkCtx)
 		if err != nil {
 			condErr = err
 			return false, err
 		}
-		// A check cut short by the deadline says nothing about what it looked at; keep the
-		// previous view.
-		if s != "" && ctx.Err() == nil {
+		// A check cut short (an interrupt, CheckTimeout) says nothing about what it looked at;
+		// keep the previous view.
+		if s != "" && checkCtx.Err() == nil {
 			seen = s
 		}
 		return done, nil

@@ -3,6 +3,7 @@ package poll
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"testing"
 	"time"
@@ -95,4 +96,20 @@ func TestThroughoutStopsAtTheConditionsError(t *testing.T) {
 		return false, "", errors.New("no road")
 	})
 	require.EqualError(t, err, "checking the road empty: no road")
+}
+
+// The last check before the deadline runs to its end, and a timeout quotes what it saw.
+func TestUntilTheLastCheckIsNotCutShortByTheDeadline(t *testing.T) {
+	calls := 0
+	err := UntilEvery(context.Background(), "a Deployment to be Available", time.Millisecond, 10*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		calls++
+		select {
+		case <-ctx.Done():
+			return false, "rate: Wait(n=1) would exceed context deadline", nil
+		case <-time.After(30 * time.Millisecond):
+		}
+		return false, fmt.Sprintf("0/1 available: pod CrashLoopBackOff (check %d)", calls), nil
+	})
+	require.Error(t, err)
+	require.Regexp(t, `^waited [0-9.]+m?s for a Deployment to be Available; last seen: 0/1 available: pod CrashLoopBackOff \(check 1\)$`, err.Error())
 }
