@@ -97,7 +97,7 @@ func RenderMarkdown(w io.Writer, r Result) error {
 		}
 		for _, sc := range c.Summary.Scenarios {
 			if sc.Result == report.Failed {
-				fmt.Fprintf(&failures, "\n### %s — %s %s\n\n[artifacts](%s/artifacts) · [log](%s)\n\n```\n%s\n```\n", c.Cell, sc.ID, sc.Title, c.Reports, c.Log, strings.TrimSpace(sc.Message()))
+				fmt.Fprintf(&failures, "\n### %s — %s %s\n\n[artifacts](%s/artifacts) · [log](%s)\n\n```\n%s\n```\n", c.Cell, sc.ID, titleOf(sc), c.Reports, c.Log, strings.TrimSpace(sc.Message()))
 			}
 		}
 	}
@@ -120,7 +120,7 @@ func rowsOf(cells []CellResult) []gridRow {
 		}
 		for _, sc := range c.Summary.Scenarios {
 			if !slices.ContainsFunc(rows, func(r gridRow) bool { return r.suite == c.Suite && r.id == sc.ID }) {
-				rows = append(rows, gridRow{suite: c.Suite, id: sc.ID, title: sc.Title})
+				rows = append(rows, gridRow{suite: c.Suite, id: sc.ID, title: titleOf(sc)})
 			}
 		}
 	}
@@ -174,6 +174,9 @@ func gridEntry(cells []CellResult, column string, row gridRow) string {
 		return fmt.Sprintf("❌ [%s](%s/artifacts)", t, c.Reports)
 	}
 }
+
+// titleOf is a scenario's title without the ID most titles begin with ("H1 malformed bodies …").
+func titleOf(sc report.Scenario) string { return strings.TrimPrefix(sc.Title, sc.ID+" ") }
 
 func icon(o Outcome) string {
 	switch o {

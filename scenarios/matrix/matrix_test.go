@@ -94,7 +94,8 @@ func (f *fakeSteps) RunSuite(_ context.Context, c Cell, reportsRoot string, log 
 func summary(suite string, results ...report.Outcome) report.Summary {
 	s := report.Summary{Suite: suite, Provider: "local", KubernetesVersion: "v1.37.0", StartedAt: time.Now(), Seconds: 3}
 	for i, r := range results {
-		sc := report.Scenario{ID: fmt.Sprintf("H%d", i+1), Title: fmt.Sprintf("scenario %d", i+1), Result: r, Seconds: 1.5, Details: map[string]any{}}
+		id := fmt.Sprintf("H%d", i+1)
+		sc := report.Scenario{ID: id, Title: fmt.Sprintf("%s scenario %d", id, i+1), Result: r, Seconds: 1.5, Details: map[string]any{}}
 		if r == report.Failed {
 			sc.Details[report.MessageKey] = "expected 413, saw 200\nmore detail"
 		}
