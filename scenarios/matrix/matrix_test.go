@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -122,7 +121,7 @@ func TestRunKeepsGoingAndReportsEachCell(t *testing.T) {
 	assert.Equal(t, []string{"v1.37.0 local", "v1.37.0 kind"}, steps.prepared, "each version and provider is prepared once")
 	byCell := map[string]CellResult{}
 	for _, c := range res.Cells {
-		byCell[c.Cell.String()] = c
+		byCell[c.String()] = c
 	}
 	assert.Equal(t, Passed, byCell["v1.37.0 local autocert"].Outcome)
 	assert.Equal(t, Failed, byCell["v1.37.0 local hostile"].Outcome)
@@ -140,9 +139,7 @@ func TestRunKeepsGoingAndReportsEachCell(t *testing.T) {
 	assert.Contains(t, lines, "cell 2/4 v1.37.0 local hostile: failed in")
 	assert.Contains(t, lines, "(2 scenarios: 1 passed, 1 failed, 0 skipped) — H2: expected 413, saw 200; so far 1 passed, 1 failed, 0 not started")
 	assert.Contains(t, lines, "cell 4/4 v1.37.0 kind hostile: not started")
-	log, err := os.ReadFile(filepath.Join(out, byCell["v1.37.0 local hostile"].Log))
-	require.NoError(t, err)
-	assert.Contains(t, string(log), "running v1.37.0 local hostile")
+	assert.Contains(t, readOutput(t, out, byCell["v1.37.0 local hostile"].Log), "running v1.37.0 local hostile")
 }
 
 func TestASuiteThatExitsWithoutASummaryFails(t *testing.T) {
@@ -183,9 +180,7 @@ func TestTheReportsGrid(t *testing.T) {
 	res := Run(context.Background(), plan, steps, out, io.Discard)
 	require.NoError(t, Write(out, res))
 
-	md, err := os.ReadFile(filepath.Join(out, ReportFile))
-	require.NoError(t, err)
-	text := string(md)
+	text := readOutput(t, out, ReportFile)
 	assert.Contains(t, text, "**2 cells: 0 passed, 1 failed, 1 not started")
 	assert.Contains(t, text, "| v1.37.0 local hostile | ❌ failed: H2: expected 413, saw 200 | 1/3 | 0s | [reports](v1.37.0/local/hostile) · [log](v1.37.0/local/hostile.log) |")
 	assert.Contains(t, text, "| v1.37.0 kind hostile | ⏸ not started: cannot start: no Docker |  |  | [log](v1.37.0/kind/hostile.log) |")
@@ -195,9 +190,7 @@ func TestTheReportsGrid(t *testing.T) {
 	assert.Contains(t, text, "| hostile | H3 — scenario 3 | ⏭ 1.5s | ⏸ |")
 	assert.Contains(t, text, "### v1.37.0 local hostile — H2 scenario 2\n\n[artifacts](v1.37.0/local/hostile/artifacts) · [log](v1.37.0/local/hostile.log)\n\n```\nexpected 413, saw 200\nmore detail\n```")
 
-	js, err := os.ReadFile(filepath.Join(out, ResultFile))
-	require.NoError(t, err)
-	assert.True(t, strings.Contains(string(js), `"outcome": "not started"`), "result.json holds every cell")
+	assert.Contains(t, readOutput(t, out, ResultFile), `"outcome": "not started"`, "result.json holds every cell")
 }
 
 func TestMergeLinksEachPartsReports(t *testing.T) {
@@ -221,4 +214,12 @@ func TestMergeLinksEachPartsReports(t *testing.T) {
 
 	_, err = Merge(out, []string{filepath.Join(root, "nowhere")})
 	require.ErrorContains(t, err, "merging matrix results")
+}
+
+// readOutput reads a file a matrix run wrote into out.
+func readOutput(t *testing.T, out, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, name)) //nolint:gosec // G304: a file the run under test wrote into its temporary directory
+	require.NoError(t, err)
+	return string(b)
 }
