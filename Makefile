@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
-K8S_VERSION    ?= v1.37.0
+K8S_VERSION    ?= $(shell hack/k8s-module.sh --newest)
 GAUNTLET_CACHE ?= $(HOME)/.cache/gauntlet
 K8S_BIN        := $(GAUNTLET_CACHE)/k8s/$(K8S_VERSION)/bin
 OUTPUT         := _output

@@ -4,21 +4,17 @@
 # there. Prints the bin directory on the last line of stdout; progress goes to stderr.
 #
 #   hack/control-plane.sh            # build what is missing
-#   K8S_VERSION=v1.37.0 hack/control-plane.sh
+#   K8S_VERSION=v1.36.3 hack/control-plane.sh
 set -euo pipefail
 # The tools modules live outside go.work on purpose (their replace directives must not leak).
 
-K8S_VERSION=${K8S_VERSION:-v1.37.0}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+K8S_VERSION=${K8S_VERSION:-$("$ROOT/hack/k8s-module.sh" --newest)}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.7}
 CACHE_DIR=${GAUNTLET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gauntlet}
 BIN_DIR="$CACHE_DIR/k8s/$K8S_VERSION/bin"
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-if [[ "$K8S_VERSION" != v1.37.0 ]]; then
-  echo "control-plane: K8S_VERSION=$K8S_VERSION is not supported by hack/tools/k8s/go.mod (pinned to v1.37.0);" >&2
-  echo "  edit that module's require/replace lines to build another version." >&2
-  exit 2
-fi
+K8S_MODULE=$("$ROOT/hack/k8s-module.sh" "$K8S_VERSION")
 
 mkdir -p "$BIN_DIR"
 start=$SECONDS
@@ -41,7 +37,7 @@ build() { # build <name> <module dir> <package> <ldflags>
 
 build etcd "$ROOT/hack/tools/etcd" go.etcd.io/etcd/server/v3 "-s -w"
 for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-  build "$cmd" "$ROOT/hack/tools/k8s" "k8s.io/kubernetes/cmd/$cmd" "$k8s_ldflags"
+  build "$cmd" "$K8S_MODULE" "k8s.io/kubernetes/cmd/$cmd" "$k8s_ldflags"
 done
 step "control plane" "✓ ready in $((SECONDS - start))s"
 echo "$BIN_DIR"

@@ -11,14 +11,14 @@
 # logs in $GAUNTLET_CACHE/kind/. Needs root (mmdebstrap --mode=root) on a cold cache and Docker.
 #
 #   hack/kind-node-image.sh
-#   K8S_VERSION=v1.37.0 hack/kind-node-image.sh
+#   K8S_VERSION=v1.36.3 hack/kind-node-image.sh
 set -euo pipefail
 
-K8S_VERSION=${K8S_VERSION:-v1.37.0}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+K8S_VERSION=${K8S_VERSION:-$("$ROOT/hack/k8s-module.sh" --newest)}
 CACHE_DIR=${GAUNTLET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gauntlet}
 BIN_DIR="$CACHE_DIR/k8s/$K8S_VERSION/bin"
 KIND_CACHE="$CACHE_DIR/kind"
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RECIPE_DIR="$ROOT/kind/node-image"
 SELF="$ROOT/hack/kind-node-image.sh"
 
@@ -28,14 +28,8 @@ DEBIAN_SUITE=trixie                  # systemd 257: the last release with cgroup
 MMDEBSTRAP_OPTS=(--mode=root --variant=minbase --format=tar
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*'
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright')
-TOOL_MODULES=(k8s etcd coredns cri-tools pause)
-
-if [[ "$K8S_VERSION" != v1.37.0 ]]; then
-  echo "kind-node-image: K8S_VERSION=$K8S_VERSION is not supported; supported: v1.37.0" >&2
-  echo "  (hack/tools/k8s/go.mod pins k8s.io/kubernetes v1.37.0; edit its require/replace lines," >&2
-  echo "  hack/tools/coredns for kubeadm's CoreDNS version, and this script's version check)." >&2
-  exit 2
-fi
+K8S_MODULE=$("$ROOT/hack/k8s-module.sh" "$K8S_VERSION")
+TOOL_MODULES=("k8s/$K8S_VERSION" etcd coredns cri-tools pause)
 
 # ---- the image reference: hash of the recipe, this script and the pinned versions ------------
 recipe_hash() {
@@ -128,8 +122,8 @@ module_version() { # module_version <tools module> <module path>
 COREDNS_VERSION=$(module_version coredns github.com/coredns/coredns)
 CRICTL_VERSION=$(module_version cri-tools sigs.k8s.io/cri-tools)
 [[ -n "$COREDNS_VERSION" && -n "$CRICTL_VERSION" ]] || die "cannot read the CoreDNS / cri-tools versions from hack/tools"
-gobuild() { # gobuild <name> <tools module> <package> <ldflags>
-  local name=$1 dir="$ROOT/hack/tools/$2" pkg=$3 ldflags=$4 t0=$SECONDS
+gobuild() { # gobuild <name> <module dir> <package> <ldflags>
+  local name=$1 dir=$2 pkg=$3 ldflags=$4 t0=$SECONDS
   if [[ -x "$BIN_DIR/$name" ]]; then
     info "$name: cached"
     return
@@ -141,12 +135,12 @@ gobuild() { # gobuild <name> <tools module> <package> <ldflags>
   info "$name: built in $((SECONDS - t0))s"
 }
 for cmd in kubelet kubeadm kube-proxy; do
-  gobuild "$cmd" k8s "k8s.io/kubernetes/cmd/$cmd" "$k8s_ldflags"
+  gobuild "$cmd" "$K8S_MODULE" "k8s.io/kubernetes/cmd/$cmd" "$k8s_ldflags"
 done
-gobuild coredns coredns github.com/coredns/coredns "-s -w"
-gobuild crictl cri-tools sigs.k8s.io/cri-tools/cmd/crictl \
+gobuild coredns "$ROOT/hack/tools/coredns" github.com/coredns/coredns "-s -w"
+gobuild crictl "$ROOT/hack/tools/cri-tools" sigs.k8s.io/cri-tools/cmd/crictl \
   "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION"
-gobuild pause pause . "-s -w"
+gobuild pause "$ROOT/hack/tools/pause" . "-s -w"
 end
 
 # ---- 3. Debian root filesystems --------------------------------------------------------------

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/bench/result"
+	scenarioreport "github.com/gauntlet-dev/gauntlet/scenarios/report"
 )
 
 // File names WriteFiles creates in a run directory.
@@ -45,15 +46,15 @@ type Options struct {
 // Markdown writes the human report of r.
 func Markdown(w io.Writer, r result.Result, opts Options) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# Webhook latency benchmark — %s\n\n", mdCell(r.Run))
+	fmt.Fprintf(&b, "# Webhook latency benchmark — %s\n\n", scenarioreport.MarkdownCell(r.Run))
 	b.WriteString("| | |\n|---|---|\n")
 	fmt.Fprintf(&b, "| Revision | `%s` |\n", orDash(r.GitRevision))
 	k := orDash(r.KubernetesVersion)
 	if r.Provider != "" {
-		k += " (" + mdCell(r.Provider) + " provider)"
+		k += " (" + scenarioreport.MarkdownCell(r.Provider) + " provider)"
 	}
 	fmt.Fprintf(&b, "| Kubernetes | %s |\n", k)
-	fmt.Fprintf(&b, "| Machine | %s |\n", mdCell(r.Machine.String()))
+	fmt.Fprintf(&b, "| Machine | %s |\n", scenarioreport.MarkdownCell(r.Machine.String()))
 	if !r.StartedAt.IsZero() {
 		fmt.Fprintf(&b, "| Started | %s |\n", r.StartedAt.UTC().Format(time.DateTime+" MST"))
 	}
@@ -66,7 +67,7 @@ func Markdown(w io.Writer, r result.Result, opts Options) error {
 		for _, k := range keys {
 			parts = append(parts, fmt.Sprintf("%s=%s", k, r.Settings[k]))
 		}
-		fmt.Fprintf(&b, "| Settings | %s |\n", mdCell(strings.Join(parts, ", ")))
+		fmt.Fprintf(&b, "| Settings | %s |\n", scenarioreport.MarkdownCell(strings.Join(parts, ", ")))
 	}
 	b.WriteString("\nLatencies are in milliseconds. Absolute numbers belong to the machine above; compare runs by ratio.\n\n")
 
@@ -79,7 +80,7 @@ func Markdown(w io.Writer, r result.Result, opts Options) error {
 		for _, l := range r.Ladders() {
 			for _, s := range l.Steps {
 				fmt.Fprintf(&b, "| %s | %s | %s | %s | %.1f | %.1f | %d | %s | %.1f | %s | %s | %s | %s | %s |\n",
-					mdCell(s.Name), s.Mode, mdCell(s.Target), formatNumber(s.Rate), s.AchievedRate, s.DurationSeconds,
+					scenarioreport.MarkdownCell(s.Name), s.Mode, scenarioreport.MarkdownCell(s.Target), formatNumber(s.Rate), s.AchievedRate, s.DurationSeconds,
 					s.Requests, formatRatio(s.SuccessRatio), s.Throughput,
 					formatMs(s.P50Ms), formatMs(s.P90Ms), formatMs(s.P95Ms), formatMs(s.P99Ms), formatMs(s.MaxMs))
 			}
@@ -100,7 +101,7 @@ func Markdown(w io.Writer, r result.Result, opts Options) error {
 			b.WriteString("| Step | Control | Rate (req/s) | +p50 | +p90 | +p99 |\n|---|---|--:|--:|--:|--:|\n")
 		}
 		for _, o := range ov {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |", mdCell(o.Name), mdCell(o.Control), formatNumber(o.Rate),
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |", scenarioreport.MarkdownCell(o.Name), scenarioreport.MarkdownCell(o.Control), formatNumber(o.Rate),
 				formatSignedMs(o.P50Ms), formatSignedMs(o.P90Ms), formatSignedMs(o.P99Ms))
 			if t := opts.OverheadP99TargetMs; t > 0 {
 				if o.P99Ms <= t {
@@ -147,7 +148,7 @@ func writeTargets(b *bytes.Buffer, r result.Result, targets map[string]float64) 
 				verdict += " (every rate measured; the limit is higher)"
 			}
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %s |\n", mdCell(l.Name), formatMs(t), verdict))
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s |\n", scenarioreport.MarkdownCell(l.Name), formatMs(t), verdict))
 	}
 	if len(rows) == 0 {
 		return
@@ -171,7 +172,7 @@ func writeServerHistograms(b *bytes.Buffer, r result.Result) {
 		for _, s := range l.Steps {
 			for _, h := range s.ServerHistograms {
 				rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %d | %s | %s | %s | %s |\n",
-					mdCell(s.Name), formatNumber(s.Rate), mdCell(h.Source), mdCell(h.Metric), mdCell(labelString(h.Labels)),
+					scenarioreport.MarkdownCell(s.Name), formatNumber(s.Rate), scenarioreport.MarkdownCell(h.Source), scenarioreport.MarkdownCell(h.Metric), scenarioreport.MarkdownCell(labelString(h.Labels)),
 					h.Count, formatMs(h.MeanMs), formatMs(h.P50Ms), formatMs(h.P90Ms), formatMs(h.P99Ms)))
 			}
 		}
@@ -210,7 +211,7 @@ func writeErrors(b *bytes.Buffer, r result.Result) {
 	}
 	b.WriteString("## Failed requests\n\n")
 	for _, s := range failing {
-		fmt.Fprintf(b, "- **%s @ %s req/s**: %s successful", mdCell(s.Name), formatNumber(s.Rate), formatRatio(s.SuccessRatio))
+		fmt.Fprintf(b, "- **%s @ %s req/s**: %s successful", scenarioreport.MarkdownCell(s.Name), formatNumber(s.Rate), formatRatio(s.SuccessRatio))
 		if codes := statusCodes(s.StatusCodes); codes != "" {
 			fmt.Fprintf(b, "; status codes %s", codes)
 		}
@@ -229,8 +230,8 @@ func writeComparison(b *bytes.Buffer, c result.Comparison) {
 		verdict = "FAIL"
 	}
 	fmt.Fprintf(b, "**%s** — %s. Tolerances: %s.\n\n", verdict, verdictCounts(c), tolerances(c.Tolerances))
-	fmt.Fprintf(b, "- Baseline: run %s, revision `%s`, %s\n", mdCell(c.BaseRun), orDash(c.BaseRevision), mdCell(c.BaseMachine.String()))
-	fmt.Fprintf(b, "- Current: run %s, revision `%s`, %s\n", mdCell(c.CurrentRun), orDash(c.CurrentRevision), mdCell(c.CurrentMachine.String()))
+	fmt.Fprintf(b, "- Baseline: run %s, revision `%s`, %s\n", scenarioreport.MarkdownCell(c.BaseRun), orDash(c.BaseRevision), scenarioreport.MarkdownCell(c.BaseMachine.String()))
+	fmt.Fprintf(b, "- Current: run %s, revision `%s`, %s\n", scenarioreport.MarkdownCell(c.CurrentRun), orDash(c.CurrentRevision), scenarioreport.MarkdownCell(c.CurrentMachine.String()))
 	if differentMachines(c.BaseMachine, c.CurrentMachine) {
 		b.WriteString("- ⚠️ The runs come from different machines: the ratios are compared, but a slower machine alone can exceed them.\n")
 	}
@@ -257,8 +258,8 @@ func writeComparison(b *bytes.Buffer, c result.Comparison) {
 				change += fmt.Sprintf(" (%+.0f%%)", (p.Ratio-1)*100)
 			}
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", verdictLabel(s.Verdict), mdCell(s.Name),
-			formatNumber(s.Rate), basePct, curPct, machine, change, baseOK, curOK, mdCell(s.Reason))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", verdictLabel(s.Verdict), scenarioreport.MarkdownCell(s.Name),
+			formatNumber(s.Rate), basePct, curPct, machine, change, baseOK, curOK, scenarioreport.MarkdownCell(s.Reason))
 	}
 	b.WriteString("\n")
 }
@@ -439,15 +440,11 @@ func shortRevision(rev string) string {
 	return rev
 }
 
-func mdCell(s string) string {
-	return strings.ReplaceAll(oneLine(s), "|", `\|`)
-}
-
 func orDash(s string) string {
 	if s == "" {
 		return "—"
 	}
-	return mdCell(s)
+	return scenarioreport.MarkdownCell(s)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -64,7 +64,7 @@ func RenderMarkdown(w io.Writer, r Result) error {
 		}
 		outcome := icon(c.Outcome) + " " + string(c.Outcome)
 		if c.Reason != "" && c.Outcome != Passed {
-			outcome += ": " + cellText(c.Reason)
+			outcome += ": " + report.MarkdownCell(c.Reason)
 		}
 		took := ""
 		if c.Outcome != NotStarted {
@@ -82,7 +82,7 @@ func RenderMarkdown(w io.Writer, r Result) error {
 		}
 		b.WriteString("\n|---|---|" + strings.Repeat("---|", len(columns)) + "\n")
 		for _, row := range rows {
-			fmt.Fprintf(&b, "| %s | %s — %s |", row.suite, row.id, cellText(row.title))
+			fmt.Fprintf(&b, "| %s | %s — %s |", row.suite, row.id, report.MarkdownCell(row.title))
 			for _, col := range columns {
 				b.WriteString(" " + gridEntry(r.Cells, col, row) + " |")
 			}
@@ -195,9 +195,4 @@ func duration(seconds float64) string {
 		return d.Round(100 * time.Millisecond).String()
 	}
 	return d.Round(time.Second).String()
-}
-
-// cellText keeps s on one line of a Markdown table.
-func cellText(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/report"
@@ -131,7 +130,7 @@ func runCell(ctx context.Context, c Cell, steps Steps, out string, prepared map[
 		prepared[key] = perr
 	}
 	if perr != nil {
-		r.Reason = "cannot start: " + firstLine(perr.Error())
+		r.Reason = "cannot start: " + report.FirstLine(perr.Error(), 240)
 		return r
 	}
 
@@ -154,7 +153,7 @@ func runCell(ctx context.Context, c Cell, steps Steps, out string, prepared map[
 // judge decides a run's outcome from its summary and exit.
 func judge(sum *report.Summary, runErr, readErr error, log string) (Outcome, string) {
 	if sum == nil {
-		reason := "no summary.json: " + firstLine(readErr.Error())
+		reason := "no summary.json: " + report.FirstLine(readErr.Error(), 240)
 		if runErr != nil {
 			reason = "the suite exited (" + runErr.Error() + ") without a summary.json; see " + log
 		}
@@ -162,7 +161,7 @@ func judge(sum *report.Summary, runErr, readErr error, log string) (Outcome, str
 	}
 	for _, sc := range sum.Scenarios {
 		if sc.Result == report.Failed {
-			return Failed, sc.ID + ": " + firstLine(sc.Message())
+			return Failed, sc.ID + ": " + report.FirstLine(sc.Message(), 240)
 		}
 	}
 	if runErr != nil {
@@ -171,14 +170,3 @@ func judge(sum *report.Summary, runErr, readErr error, log string) (Outcome, str
 	return Passed, ""
 }
 
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	const most = 240
-	if len(s) > most {
-		s = s[:most-1] + "…"
-	}
-	return s
-}

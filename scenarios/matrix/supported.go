@@ -2,39 +2,47 @@ package matrix
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // Providers a matrix runs on: the two that bring their own cluster of a given version.
 var Providers = []string{"local", "kind"}
 
-// ControlPlaneModule is the tools module whose k8s.io/kubernetes requirement is the Kubernetes
-// version the control-plane binaries and kind node images are built from.
-const ControlPlaneModule = "hack/tools/k8s/go.mod"
+// ControlPlaneModules holds one tools module per Kubernetes version the control plane and kind
+// node images are built from: hack/tools/k8s/<version>/go.mod.
+const ControlPlaneModules = "hack/tools/k8s"
 
 // AddVersionHint says how to support another Kubernetes version.
-const AddVersionHint = "the control plane and kind node images are built from " + ControlPlaneModule +
-	": require that k8s.io/kubernetes version, replace its k8s.io/* staging modules with the matching v0.x, `go mod tidy` there, and lift the version check of hack/control-plane.sh and hack/kind-node-image.sh"
+const AddVersionHint = "add a version the Go module proxy serves with hack/add-k8s-version.sh <version>"
 
-var kubernetesRequirement = regexp.MustCompile(`(?m)^\s*(?:require\s+)?k8s\.io/kubernetes\s+(v\S+)`)
-
-// SupportedIn reads what the workspace at root supports: the Kubernetes version its
-// control-plane module builds, the providers, and the suites (e2e/<suite>/main_test.go).
+// SupportedIn reads what the workspace at root supports: the Kubernetes versions it has a
+// control-plane module for (oldest first), the providers, and the suites (e2e/<suite>/main_test.go).
 func SupportedIn(root string) (Supported, error) {
-	mod, err := os.ReadFile(filepath.Join(root, ControlPlaneModule)) //nolint:gosec // G304: a file of the workspace
+	mods, err := filepath.Glob(filepath.Join(root, ControlPlaneModules, "v*", "go.mod"))
 	if err != nil {
-		return Supported{}, fmt.Errorf("reading the supported Kubernetes version: %w", err)
+		return Supported{}, err
 	}
 	var versions []string
-	for _, m := range kubernetesRequirement.FindAllSubmatch(mod, -1) {
-		versions = append(versions, string(m[1]))
+	for _, m := range mods {
+		versions = append(versions, filepath.Base(filepath.Dir(m)))
 	}
 	if len(versions) == 0 {
-		return Supported{}, fmt.Errorf("%s requires no k8s.io/kubernetes version", ControlPlaneModule)
+		return Supported{}, fmt.Errorf("no Kubernetes version is supported: %s holds no <version>/go.mod; %s", ControlPlaneModules, AddVersionHint)
 	}
+	slices.SortFunc(versions, func(a, b string) int {
+		va, err := version.ParseSemantic(a)
+		if err != nil {
+			return strings.Compare(a, b)
+		}
+		if c, err := va.Compare(b); err == nil {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
 	mains, err := filepath.Glob(filepath.Join(root, "e2e", "*", "main_test.go"))
 	if err != nil {
 		return Supported{}, err

@@ -190,7 +190,7 @@ func judge(ctx context.Context, o Options, scratch string, m Mutant, reach cover
 	start := time.Now()
 	if strings.HasSuffix(m.File, ".go") {
 		if msg, berr := command(ctx, scratch, nil, "go", "build", "-o", os.DevNull, "./operator/cmd/dynamo-operator"); berr != nil {
-			logf("mutant %s does not compile, not counted: %s", m.ID(), firstLine(msg))
+			logf("mutant %s does not compile, not counted: %s", m.ID(), report.FirstLine(msg, 200))
 			return out, false, nil
 		}
 	}
@@ -237,7 +237,7 @@ func runSuite(ctx context.Context, workspace, name, outDir, coverDir string) (ki
 		if runErr != nil {
 			// No summary at all: the suite did not get as far as reporting (the mutant broke
 			// the build of the harness or crashed it): that is a kill, by the suite itself.
-			return true, "suite", firstLine(lastLines(log, 3)), nil
+			return true, "suite", report.FirstLine(lastLines(log, 3), 200), nil
 		}
 		return false, "", "", rerr
 	}
@@ -248,12 +248,12 @@ func runSuite(ctx context.Context, workspace, name, outDir, coverDir string) (ki
 		if msg, ok := strings.CutPrefix(sc.Message(), suite.SetupFailedPrefix); ok {
 			// The suite's setup failed (install, first admission): every scenario is marked
 			// failed with this message; the setup is what killed the mutant.
-			return true, "setup", firstLine(msg), nil
+			return true, "setup", report.FirstLine(msg, 200), nil
 		}
-		return true, sc.ID, firstLine(sc.Message()), nil
+		return true, sc.ID, report.FirstLine(sc.Message(), 200), nil
 	}
 	if runErr != nil {
-		return true, "suite", firstLine(lastLines(log, 3)), nil
+		return true, "suite", report.FirstLine(lastLines(log, 3), 200), nil
 	}
 	return false, "", "", nil
 }
@@ -393,17 +393,6 @@ func command(ctx context.Context, dir string, env []string, name string, args ..
 	cmd.Stdout, cmd.Stderr = &b, &b
 	err := cmd.Run()
 	return b.String(), err
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 200 {
-		s = s[:197] + "…"
-	}
-	return s
 }
 
 func lastLines(s string, n int) string {

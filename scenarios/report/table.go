@@ -139,8 +139,8 @@ func RenderMarkdown(w io.Writer, suites []Summary) error {
 	b.WriteString("|---|---|---|--:|--:|--:|--:|\n")
 	for i, s := range c.suites {
 		n := c.counts[i]
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %s |\n", mdCell(s.Suite), mdCell(s.Provider),
-			mdCell(s.KubernetesVersion), n.Passed, n.Failed, n.Skipped, formatWallTime(s.Seconds))
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %s |\n", MarkdownCell(s.Suite), MarkdownCell(s.Provider),
+			MarkdownCell(s.KubernetesVersion), n.Passed, n.Failed, n.Skipped, formatWallTime(s.Seconds))
 	}
 	fmt.Fprintf(&b, "| **Total** | | | **%d** | **%d** | **%d** | **%s** |\n\n",
 		c.totals.Passed, c.totals.Failed, c.totals.Skipped, formatWallTime(c.seconds))
@@ -148,11 +148,11 @@ func RenderMarkdown(w io.Writer, suites []Summary) error {
 	if len(c.rows) > 0 {
 		b.WriteString("## Scenarios\n\n| ID | Title |")
 		for si := range c.suites {
-			fmt.Fprintf(&b, " %s |", mdCell(c.column(si)))
+			fmt.Fprintf(&b, " %s |", MarkdownCell(c.column(si)))
 		}
 		b.WriteString("\n|---|---|" + strings.Repeat("---|", len(c.suites)) + "\n")
 		for _, r := range c.rows {
-			fmt.Fprintf(&b, "| %s | %s |", mdCell(r.id), mdCell(r.title))
+			fmt.Fprintf(&b, "| %s | %s |", MarkdownCell(r.id), MarkdownCell(r.title))
 			for _, sc := range r.cells {
 				fmt.Fprintf(&b, " %s |", mdOutcome(sc))
 			}
@@ -221,9 +221,27 @@ func mdOutcome(sc *Scenario) string {
 }
 
 // mdCell makes text safe inside a table cell: no pipes, no line breaks.
-func mdCell(s string) string {
+// MarkdownCell makes s one table cell of Markdown: one line, its pipes escaped.
+func MarkdownCell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// FirstLine is s's first non-blank line, cut to at most maxLen bytes on a character boundary (an
+// ellipsis marks a cut): what a one-line report quotes of a multi-line message.
+func FirstLine(s string, maxLen int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) <= maxLen {
+		return s
+	}
+	cut := max(maxLen-len("…"), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // mdText escapes the characters that would turn a heading into markup.

@@ -148,3 +148,14 @@ func TestOneSuiteOnTwoProvidersGetsAColumnEach(t *testing.T) {
 	require.NoError(t, RenderText(&b, []Summary{local}))
 	assert.NotContains(t, b.String(), "AUTOCERT/LOCAL", "one provider: columns keep the suite's name")
 }
+
+func TestFirstLine(t *testing.T) {
+	assert.Equal(t, "first", FirstLine("\n  first\nsecond", 10), "the first non-blank line")
+	assert.Equal(t, "abcdefg…", FirstLine("abcdefghijk", 10), "cut to 10 bytes with the ellipsis")
+	assert.Equal(t, "ab…", FirstLine("abééé", 6), "never inside a character: é is two bytes")
+	assert.Equal(t, "exact", FirstLine("exact", 5))
+}
+
+func TestMarkdownCell(t *testing.T) {
+	assert.Equal(t, `a \| b c`, MarkdownCell("a | b\n  c"), "one line, pipes escaped")
+}

@@ -66,8 +66,9 @@ func CacheDir() string {
 func BinDir() string { return filepath.Join(CacheDir(), "bin") }
 
 // KubernetesVersion is the Kubernetes version whose control-plane binaries `make control-plane`
-// builds (the only version the tools module pins) and that clusters run unless asked otherwise.
-const KubernetesVersion = "v1.37.0"
+// builds by default (the newest under hack/tools/k8s, see TestKubernetesVersionIsTheDefault) and
+// that clusters run unless asked otherwise.
+const KubernetesVersion = "v1.37.2"
 
 // ControlPlaneDir is where `make control-plane` puts the control-plane binaries of a Kubernetes
 // version: <cache>/k8s/<version>/bin.

@@ -2,7 +2,9 @@ package workspace
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,4 +31,14 @@ func TestControlPlaneAssetsDefaultsToTheCache(t *testing.T) {
 	assert.Equal(t, want, got, "ControlPlaneDir: expected %s, saw %s", want, got)
 	_, err := ControlPlaneAssets("etcd")
 	require.ErrorContains(t, err, want, "expected an error naming %s, saw %v", want, err)
+}
+
+// Clusters run the default K8S_VERSION unless asked otherwise: the newest module under
+// hack/tools/k8s, which the Makefile and hack scripts default to.
+func TestKubernetesVersionIsTheDefault(t *testing.T) {
+	root, err := Root()
+	require.NoError(t, err)
+	out, err := exec.Command(filepath.Join(root, "hack", "k8s-module.sh"), "--newest").Output() //nolint:gosec // G204: the repository's own script
+	require.NoError(t, err, "hack/k8s-module.sh --newest")
+	assert.Equal(t, strings.TrimSpace(string(out)), KubernetesVersion, "workspace.KubernetesVersion must be the default K8S_VERSION (newest under hack/tools/k8s)")
 }

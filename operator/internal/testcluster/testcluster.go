@@ -24,8 +24,9 @@ import (
 	"github.com/gauntlet-dev/gauntlet/operator/internal/scheme"
 )
 
-// KubernetesVersion is the control-plane version the tests run against.
-const KubernetesVersion = "v1.37.0"
+// KubernetesVersion is the control-plane version the tests run against: the newest under
+// hack/tools/k8s, the default K8S_VERSION (TestKubernetesVersionIsTheDefault).
+const KubernetesVersion = "v1.37.2"
 
 // Env is a running test control plane.
 type Env struct {
