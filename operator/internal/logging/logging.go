@@ -16,6 +16,8 @@ import (
 	stdlog "log"
 
 	"github.com/go-logr/logr"
+	uberzap "go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -28,9 +30,23 @@ import (
 var requestLoggers = map[string]bool{"admission": true, "conversion-webhook": true}
 
 // New returns the operator's logger writing to w, configured by opts (the --zap-* flags):
-// JSON lines unless --zap-devel, with the request handlers' errors logged as info lines.
+// JSON lines unless --zap-devel, with the request handlers' errors logged as info lines, and
+// nothing sampled away. controller-runtime's production logger samples (after 100 entries with
+// the same message in a second it keeps one in 100), which would drop the validate create /
+// validate update line of an admission in a burst; it skips sampling when the level is debug
+// as it builds the logger, and the level is atomic: build at debug, then set the level asked for.
 func New(opts zap.Options, w io.Writer) logr.Logger {
+	want := zapcore.InfoLevel // controller-runtime's defaults
+	if opts.Development {
+		want = zapcore.DebugLevel
+	}
+	if opts.Level != nil {
+		want = zapcore.LevelOf(opts.Level)
+	}
+	level := uberzap.NewAtomicLevelAt(zapcore.Level(-2))
+	opts.Level = level
 	l := zap.New(zap.UseFlagOptions(&opts), zap.WriteTo(w))
+	level.SetLevel(want)
 	return logr.New(requestErrorSink{LogSink: l.GetSink()})
 }
 

@@ -190,3 +190,43 @@ func TestHandshakeRateLimit(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, "info", got[0]["level"])
 }
+
+// Every admission's validate line is kept: controller-runtime's production logger would keep
+// 100 entries with the same message per second and then one in 100.
+func TestNothingIsSampledAway(t *testing.T) {
+	var out syncBuffer
+	l := New(zap.Options{}, &out)
+	const n = 1000
+	for i := range n {
+		l.Info("validate create", "name", i)
+	}
+	logged := len(out.entries(t, "validate create"))
+	assert.Equal(t, n, logged, "every entry logged within one second")
+}
+
+// The level asked for still holds: building without a sampler must not leave debug enabled.
+func TestTheLevelAskedForHolds(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		opts      zap.Options
+		debugSeen bool
+	}{
+		{"default", zap.Options{}, false},
+		{"--zap-log-level=debug", zap.Options{Level: zapcore.DebugLevel}, true},
+		{"--zap-log-level=error", zap.Options{Level: zapcore.ErrorLevel}, false},
+		{"--zap-devel", zap.Options{Development: true}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			l := New(tc.opts, &out)
+			l.V(1).Info("debug entry")
+			l.V(2).Info("below debug")
+			assert.Equal(t, tc.debugSeen, strings.Contains(out.String(), "debug entry"), "V(1) logged: %s", out.String())
+			assert.NotContains(t, out.String(), "below debug", "V(2) is never logged")
+			if tc.opts.Level == zapcore.ErrorLevel {
+				l.Info("info entry")
+				assert.NotContains(t, out.String(), "info entry", "--zap-log-level=error drops info")
+			}
+		})
+	}
+}
