@@ -23,6 +23,14 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
+// The fresh install's startup log lines, in the order C1 expects them.
+const (
+	msgSecretNotFound         = "cert-controller: Secret not found; waiting for the leader to create it"
+	msgNoUsableCertificateYet = "cert-controller: no usable certificate in the Secret yet; serving starts once the leader has stored one"
+	msgElectedLeader          = "cert-controller: elected leader: this replica keeps the Secret and the caBundles right"
+	msgSecretCreated          = "cert-controller: created Secret with a new CA and serving certificate"
+)
+
 // validitySlack is how far a certificate's lifetime may be from the configured one: the
 // operator backdates notBefore (clock skew) and a little time passes between generating the
 // certificate and storing the Secret.
@@ -87,6 +95,19 @@ func freshInstall() types.Feature {
 		Assess("the webhook Service serves the Secret's certificate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			expectServed(ctx, t, c, r, mustReadSecret(ctx, t, c, r).Leaf)
+			return ctx
+		}).
+		Assess("the operator's log tells its start: no Secret, waiting for the leader; elected; Secret created; certificate loaded; webhook server started", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			pods, err := install.OperatorPods(ctx, c.Kube(), r)
+			expect.NoError(t, err, "listing the operator's pods")
+			if len(pods) != 1 {
+				expect.Fatalf(t, "expected the one operator pod of a fresh install with the chart's defaults, saw %d", len(pods))
+			}
+			// Every replica starts as a follower: with no Secret yet it says it waits for the
+			// leader — once, however often it looks — then wins the election and creates it.
+			expectLogOrder(ctx, t, c, pods[0], msgSecretNotFound, msgNoUsableCertificateYet, msgElectedLeader, msgSecretCreated,
+				msgCertificateLoaded, msgWebhookServerStarting)
 			return ctx
 		}).
 		Assess("every operator pod reports the served certificate's expiry ("+certificateNotAfterMetric+")", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +73,7 @@ func servingOrder() types.Feature {
 			case obs.firstReady.IsZero():
 				expect.Errorf(t, "expected pod %s/%s to report ready (GET /readyz 200) within %s; it never did in %d probes", pod.Namespace, pod.Name, rolloutTimeout, obs.probes)
 			}
-			expectStartupLogOrder(ctx, t, c, pod)
+			expectLogOrder(ctx, t, c, pod, msgWaitingForCertificate, msgCertificateLoaded, msgWebhookServerStarting)
 			expect.NoError(t, install.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout), "waiting for the rollout")
 			expect.NoError(t, install.WaitOldPodsGone(ctx, c.Kube(), r, rolloutTimeout), "waiting for the replaced pods to be gone")
 			return ctx
@@ -195,14 +196,13 @@ func handshake(ctx context.Context, c *suite.Cluster, pod *corev1.Pod, port int3
 	return conn.HandshakeContext(ctx)
 }
 
-// expectStartupLogOrder checks the pod's log: waiting for the certificate, loaded, then the
-// webhook server starting — each once, in that order.
-func expectStartupLogOrder(ctx context.Context, t *testing.T, c *suite.Cluster, pod corev1.Pod) {
+// expectLogOrder checks the operator container's log of pod: the entries whose message is one
+// of want are exactly want — each once, in that order.
+func expectLogOrder(ctx context.Context, t *testing.T, c *suite.Cluster, pod corev1.Pod, want ...string) {
 	t.Helper()
 	stream, err := c.Kube().CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "operator"}).Stream(ctx)
 	expect.NoError(t, err, "reading the log of pod %s/%s", pod.Namespace, pod.Name)
 	defer func() { _ = stream.Close() }() // read only
-	want := []string{msgWaitingForCertificate, msgCertificateLoaded, msgWebhookServerStarting}
 	var seen []string
 	sc := bufio.NewScanner(stream)
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
@@ -215,6 +215,18 @@ func expectStartupLogOrder(ctx context.Context, t *testing.T, c *suite.Cluster, 
 		}
 	}
 	if !slices.Equal(seen, want) {
-		expect.Errorf(t, "expected pod %s/%s to log %q in this order, each once; it logged %q", pod.Namespace, pod.Name, strings.Join(want, `", then "`), seen)
+		expect.Errorf(t, "expected pod %s/%s to log, each once and in this order, %s; it logged %s", pod.Namespace, pod.Name, quoted(want), quoted(seen))
 	}
+}
+
+// quoted lists messages as "a", "b", "c" (or "nothing").
+func quoted(msgs []string) string {
+	if len(msgs) == 0 {
+		return "nothing"
+	}
+	q := make([]string, len(msgs))
+	for i, m := range msgs {
+		q[i] = strconv.Quote(m)
+	}
+	return strings.Join(q, ", ")
 }
