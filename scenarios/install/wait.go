@@ -26,14 +26,92 @@ import (
 // WaitDeploymentAvailable waits until Deployment ns/name has rolled out: the current
 // generation observed, every replica updated and available, condition Available=True, and no
 // old replicas left.
+//
+// A pod of the current revision whose container crash-loops (CrashLoopBackOff after
+// CrashLoopRestarts restarts) ends the wait at once: it will not come up by itself, and the
+// error quotes the end of its previous run's log.
 func WaitDeploymentAvailable(ctx context.Context, kube kubernetes.Interface, ns, name string, timeout time.Duration) error {
 	return poll.Until(ctx, fmt.Sprintf("Deployment %s/%s to be Available", ns, name), timeout, func(ctx context.Context) (bool, string, error) {
 		d, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return deploymentRolledOut(d), deploymentState(ctx, kube, d), nil
+		state := deploymentState(ctx, kube, d)
+		if p, cs := crashLooping(ctx, kube, d); p != nil {
+			return false, state, fmt.Errorf("pod %s/%s is crash-looping: container %s restarted %d times (%s); the end of its last run's log:\n%s",
+				p.Namespace, p.Name, cs.Name, cs.RestartCount, lastExit(cs), previousLogTail(ctx, kube, p, cs.Name))
+		}
+		return deploymentRolledOut(d), state, nil
 	})
+}
+
+// CrashLoopRestarts is how many restarts in CrashLoopBackOff make a pod crash-looping for
+// WaitDeploymentAvailable: a container that exits at startup gets there within about a minute
+// (back-off 10 s, 20 s, 40 s); one that restarted once or twice for a passing reason does not.
+const CrashLoopRestarts = 3
+
+// crashLooping returns a pod of d's current revision and its container that crash-loops, if any.
+// Pods of older revisions are the rollout's to replace.
+func crashLooping(ctx context.Context, kube kubernetes.Interface, d *appsv1.Deployment) (*corev1.Pod, *corev1.ContainerStatus) {
+	hash := currentTemplateHash(ctx, kube, d)
+	if hash == "" {
+		return nil, nil
+	}
+	pods, err := kube.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: appsv1.DefaultDeploymentUniqueLabelKey + "=" + hash})
+	if err != nil {
+		return nil, nil
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for j := range p.Status.ContainerStatuses {
+			cs := &p.Status.ContainerStatuses[j]
+			if cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" && cs.RestartCount >= CrashLoopRestarts {
+				return p, cs
+			}
+		}
+	}
+	return nil, nil
+}
+
+// currentTemplateHash is the pod-template-hash of d's ReplicaSet of its current revision, or
+// "" when there is none yet.
+func currentTemplateHash(ctx context.Context, kube kubernetes.Interface, d *appsv1.Deployment) string {
+	const revision = "deployment.kubernetes.io/revision"
+	if d.Spec.Selector == nil || d.Annotations[revision] == "" {
+		return ""
+	}
+	sets, err := kube.AppsV1().ReplicaSets(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(d.Spec.Selector)})
+	if err != nil {
+		return ""
+	}
+	for _, rs := range sets.Items {
+		if rs.Annotations[revision] == d.Annotations[revision] && metav1.IsControlledBy(&rs, d) {
+			return rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		}
+	}
+	return ""
+}
+
+// lastExit describes how a container's previous run ended.
+func lastExit(cs *corev1.ContainerStatus) string {
+	t := cs.LastTerminationState.Terminated
+	if t == nil {
+		return "its last exit is not recorded"
+	}
+	return fmt.Sprintf("last exit code %d, %s", t.ExitCode, t.Reason)
+}
+
+// previousLogTail is the last lines a container logged before its latest restart.
+func previousLogTail(ctx context.Context, kube kubernetes.Interface, p *corev1.Pod, container string) string {
+	tail := int64(10)
+	out, err := kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: true, TailLines: &tail}).DoRaw(ctx)
+	if err != nil {
+		return "(cannot read it: " + err.Error() + ")"
+	}
+	return strings.TrimRight(string(out), "\n")
 }
 
 func deploymentRolledOut(d *appsv1.Deployment) bool {
