@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Adds a Kubernetes version the harness can build: writes the tools module
 # hack/tools/k8s/<version>/ (k8s.io/kubernetes at that version, its staging modules replaced by
-# their published v0.<minor>.<patch> twins) and tidies it. The directories under hack/tools/k8s are
-# the supported versions: hack/control-plane.sh, hack/kind-node-image.sh, make e2e-matrix and the
-# nightly workflow all read them.
+# their published v0.<minor>.<patch> twins) and, unless there is one, the module
+# hack/tools/coredns/<CoreDNS version>/ for the CoreDNS that version's kubeadm deploys (kind node
+# images). The directories under hack/tools/k8s are the supported versions: hack/control-plane.sh,
+# hack/kind-node-image.sh, make e2e-matrix and the nightly workflow all read them. Run it again
+# for a version whose modules are there to fill in what is missing.
 #
 #   hack/add-k8s-version.sh v1.36.3
 set -euo pipefail
@@ -13,7 +15,30 @@ version=${1:?usage: hack/add-k8s-version.sh <Kubernetes version served by the Go
 staging_version="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dir="$ROOT/hack/tools/k8s/$version"
-[[ ! -e "$dir" ]] || { echo "add-k8s-version: $dir exists already" >&2; exit 2; }
+
+add_coredns() { # the module building the CoreDNS that $version's kubeadm deploys
+  local coredns cdir
+  coredns=$("$ROOT/hack/k8s-module.sh" --coredns "$version")
+  cdir="$ROOT/hack/tools/coredns/$coredns"
+  if [[ -f "$cdir/go.mod" ]]; then
+    echo "✓ kubeadm $version deploys CoreDNS $coredns: $cdir is there" >&2
+    return
+  fi
+  echo "• kubeadm $version deploys CoreDNS $coredns: writing $cdir …" >&2
+  mkdir -p "$cdir"
+  trap 'rm -rf "$cdir"' ERR
+  printf '%s\n' "// Module $coredns builds CoreDNS $coredns for offline kind node images (hack/kind-node-image.sh):" \
+    "// the version kubeadm asks for. Written by hack/add-k8s-version.sh." \
+    "module github.com/gauntlet-dev/gauntlet/hack/tools/coredns/$coredns" "" "go 1.26.0" >"$cdir/go.mod"
+  (cd "$cdir" && GOWORK=off go get -tool "github.com/coredns/coredns@$coredns" && GOWORK=off go mod tidy)
+  trap - ERR
+}
+
+if [[ -f "$dir/go.mod" ]]; then
+  echo "✓ $dir is there" >&2
+  add_coredns
+  exit 0
+fi
 
 echo "• fetching k8s.io/kubernetes@$version's go.mod from the module proxy…" >&2
 if ! upstream_mod=$(GOWORK=off GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$version" 2>&1 |
@@ -54,4 +79,5 @@ trap 'rm -rf "$dir"' ERR
 echo "• go mod tidy (downloads the staging modules)…" >&2
 (cd "$dir" && GOWORK=off go mod tidy)
 trap - ERR
+add_coredns
 echo "✓ $dir: build it with  make control-plane K8S_VERSION=$version" >&2

@@ -29,7 +29,14 @@ MMDEBSTRAP_OPTS=(--mode=root --variant=minbase --format=tar
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*'
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright')
 K8S_MODULE=$("$ROOT/hack/k8s-module.sh" "$K8S_VERSION")
-TOOL_MODULES=("k8s/$K8S_VERSION" etcd coredns cri-tools pause)
+COREDNS_VERSION=$("$ROOT/hack/k8s-module.sh" --coredns "$K8S_VERSION") # what kubeadm deploys
+COREDNS_MODULE="$ROOT/hack/tools/coredns/$COREDNS_VERSION"
+if [[ ! -f "$COREDNS_MODULE/go.mod" ]]; then
+  echo "kind-node-image: kubeadm $K8S_VERSION deploys CoreDNS $COREDNS_VERSION, which no module under hack/tools/coredns builds;" >&2
+  echo "  add it with: hack/add-k8s-version.sh $K8S_VERSION" >&2
+  exit 2
+fi
+TOOL_MODULES=("k8s/$K8S_VERSION" etcd "coredns/$COREDNS_VERSION" cri-tools pause)
 
 # ---- the image reference: hash of the recipe, this script and the pinned versions ------------
 recipe_hash() {
@@ -119,9 +126,8 @@ k8s_ldflags=$("$ROOT/hack/k8s-ldflags.sh" "$K8S_VERSION")
 module_version() { # module_version <tools module> <module path>
   awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$ROOT/hack/tools/$1/go.mod"
 }
-COREDNS_VERSION=$(module_version coredns github.com/coredns/coredns)
 CRICTL_VERSION=$(module_version cri-tools sigs.k8s.io/cri-tools)
-[[ -n "$COREDNS_VERSION" && -n "$CRICTL_VERSION" ]] || die "cannot read the CoreDNS / cri-tools versions from hack/tools"
+[[ -n "$CRICTL_VERSION" ]] || die "cannot read the cri-tools version from hack/tools/cri-tools"
 gobuild() { # gobuild <name> <module dir> <package> <ldflags>
   local name=$1 dir=$2 pkg=$3 ldflags=$4 t0=$SECONDS
   if [[ -x "$BIN_DIR/$name" ]]; then
@@ -137,7 +143,7 @@ gobuild() { # gobuild <name> <module dir> <package> <ldflags>
 for cmd in kubelet kubeadm kube-proxy; do
   gobuild "$cmd" "$K8S_MODULE" "k8s.io/kubernetes/cmd/$cmd" "$k8s_ldflags"
 done
-gobuild coredns "$ROOT/hack/tools/coredns" github.com/coredns/coredns "-s -w"
+gobuild coredns "$COREDNS_MODULE" github.com/coredns/coredns "-s -w"
 gobuild crictl "$ROOT/hack/tools/cri-tools" sigs.k8s.io/cri-tools/cmd/crictl \
   "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION"
 gobuild pause "$ROOT/hack/tools/pause" . "-s -w"
@@ -209,7 +215,7 @@ for ref in "${WANTED[@]}"; do
   kube-apiserver | kube-controller-manager | kube-scheduler | kube-proxy | etcd | pause) ;;
   coredns)
     [[ "${ref##*:}" == "$COREDNS_VERSION" ]] ||
-      die "kubeadm wants $ref but hack/tools/coredns pins CoreDNS $COREDNS_VERSION: update that module" ;;
+      die "kubeadm wants $ref but hack/k8s-module.sh --coredns $K8S_VERSION said $COREDNS_VERSION" ;;
   *) die "kubeadm wants $ref, which this recipe does not know how to build" ;;
   esac
   component "$name"

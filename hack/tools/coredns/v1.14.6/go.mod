@@ -1,6 +1,6 @@
-// Module coredns builds the CoreDNS binary baked into offline kind node images
-// (hack/kind-node-image.sh), at the version kubeadm expects for the pinned Kubernetes.
-module github.com/gauntlet-dev/gauntlet/hack/tools/coredns
+// Module v1.14.6 builds CoreDNS v1.14.6 for offline kind node images (hack/kind-node-image.sh):
+// the version kubeadm asks for. Written by hack/add-k8s-version.sh.
+module github.com/gauntlet-dev/gauntlet/hack/tools/coredns/v1.14.6
 
 go 1.26.0
 
