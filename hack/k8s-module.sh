@@ -22,7 +22,7 @@ case ${1:?usage: hack/k8s-module.sh <Kubernetes version, e.g. v1.37.2> | --newes
 --newest) supported | tail -n1 ;;
 --coredns)
   dir=$(module_dir "${2:?usage: hack/k8s-module.sh --coredns <Kubernetes version>}")
-  src=$(cd "$dir" && GOWORK=off GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' k8s.io/kubernetes)
+  src=$(cd "$dir" && GOWORK=off go mod download -json k8s.io/kubernetes | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
   sed -n 's/^[[:space:]]*CoreDNSVersion[[:space:]]*=[[:space:]]*"\(v[^"]*\)".*/\1/p' "$src/cmd/kubeadm/app/constants/constants.go" | grep . ||
     { echo "k8s-module: no CoreDNSVersion in kubeadm's constants ($src)" >&2; exit 1; } ;;
 *) module_dir "$1" ;;
