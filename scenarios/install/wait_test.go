@@ -58,7 +58,7 @@ func TestWaitDeploymentAvailableEndsAtACrashLoop(t *testing.T) {
 
 func TestWaitDeploymentAvailableWaitsOutOtherRestarts(t *testing.T) {
 	for name, objs := range map[string][]runtime.Object{
-		"fewer restarts than CrashLoopRestarts": rollout(crashLoopingStatus(CrashLoopRestarts-1), running),
+		"fewer restarts than CrashLoopRestarts":   rollout(crashLoopingStatus(CrashLoopRestarts-1), running),
 		"a crash-looping pod of the old revision": rollout(running, crashLoopingStatus(10)),
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -169,4 +169,3 @@ func judge(sum *report.Summary, runErr, readErr error, log string) (Outcome, str
 	}
 	return Passed, ""
 }
-

@@ -138,6 +138,15 @@ func deletedService() e2etypes.Feature {
 			// The API server resolves the Service from its informer, which learns of the
 			// deletion within moments.
 			notFound := quoted(fmt.Sprintf("service %q not found", r.ServiceName()))
+			// It resolves the Service when it dials: a connection it already has open to the
+			// Service's address may carry calls (admitted) until the node's proxy drops it.
+			expect.Eventually(ctx, t, fmt.Sprintf("a server-side dry-run create in %s to stop being admitted once Service %s/%s is gone", ns, r.Namespace, r.ServiceName()), propagationTimeout,
+				func(ctx context.Context) (bool, string, error) {
+					if err := dryRunCreateProbe(ctx, c, ns); err != nil {
+						return true, "", nil
+					}
+					return false, "admitted", nil
+				})
 			expectCreateFailsWith(ctx, t, c, ns, failedCallPrefix, notFound)
 			return ctx
 		}).

@@ -134,14 +134,22 @@ func expectEventuallyFailsWith(ctx context.Context, t *testing.T, doing string, 
 // checks that a real create — what a user runs — fails the same way.
 func expectCreateFailsWith(ctx context.Context, t *testing.T, c *suite.Cluster, ns string, parts ...*regexp.Regexp) {
 	t.Helper()
-	probe := install.GraphDeployment(ns, "probe")
-	expectEventuallyFailsWith(ctx, t, "a server-side dry-run create of "+graphRef(probe), propagationTimeout, func(ctx context.Context) error {
-		_, err := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return err
+	expectEventuallyFailsWith(ctx, t, "a server-side dry-run create of "+graphRef(dryRunProbe(ns)), propagationTimeout, func(ctx context.Context) error {
+		return dryRunCreateProbe(ctx, c, ns)
 	}, parts...)
 	obj := install.GraphDeployment(ns, graphName)
 	_, err := createGraph(ctx, c, obj)
 	expectFailsWith(t, "creating "+graphRef(obj), err, parts...)
+}
+
+// dryRunProbe is the valid graph the symptom checks create with a server-side dry run.
+func dryRunProbe(ns string) *unstructured.Unstructured { return install.GraphDeployment(ns, "probe") }
+
+// dryRunCreateProbe creates dryRunProbe(ns) with a server-side dry run: admission runs, nothing
+// is stored.
+func dryRunCreateProbe(ctx context.Context, c *suite.Cluster, ns string) error {
+	_, err := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx, dryRunProbe(ns), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
 }
 
 func describeParts(parts []*regexp.Regexp) string {

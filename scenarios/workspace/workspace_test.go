@@ -40,5 +40,5 @@ func TestKubernetesVersionIsTheDefault(t *testing.T) {
 	require.NoError(t, err)
 	out, err := exec.Command(filepath.Join(root, "hack", "k8s-module.sh"), "--newest").Output() //nolint:gosec // G204: the repository's own script
 	require.NoError(t, err, "hack/k8s-module.sh --newest")
-	assert.Equal(t, strings.TrimSpace(string(out)), KubernetesVersion, "workspace.KubernetesVersion must be the default K8S_VERSION (newest under hack/tools/k8s)")
+	assert.Equal(t, KubernetesVersion, strings.TrimSpace(string(out)), "workspace.KubernetesVersion must be the default K8S_VERSION (newest under hack/tools/k8s)")
 }
