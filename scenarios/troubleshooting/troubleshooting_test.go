@@ -77,3 +77,12 @@ func TestDoctorArgsPortForwardOnlyWithoutTheServiceNetwork(t *testing.T) {
 	assert.Equal(t, "--connect=port-forward", got, "without the Service network the doctor must port-forward: %v", unreachable)
 	assert.Contains(t, strings.Join(unreachable, " "), "--test-namespace t1-abc", "args: %v", unreachable)
 }
+
+// T8's expectation follows the API server: v1.37 resolves a webhook's Service on every call.
+func TestResolvesServicePerRequest(t *testing.T) {
+	for v, want := range map[string]bool{"v1.35.4": false, "v1.36.3": false, "v1.37.0": true, "v1.37.2": true, "v1.38.0-alpha.1": true} {
+		if got := resolvesServicePerRequest(v); got != want {
+			t.Errorf("resolvesServicePerRequest(%s) = %v, want %v", v, got, want)
+		}
+	}
+}
