@@ -36,8 +36,9 @@ func WaitDeploymentAvailable(ctx context.Context, kube kubernetes.Interface, ns,
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		state := deploymentState(ctx, kube, d)
-		if p, cs := crashLooping(ctx, kube, d); p != nil {
+		pods := deploymentPods(ctx, kube, d)
+		state := deploymentState(d, pods)
+		if p, cs := crashLooping(ctx, kube, d, pods); p != nil {
 			return false, state, fmt.Errorf("pod %s/%s is crash-looping: container %s restarted %d times (%s); the end of its last run's log:\n%s",
 				p.Namespace, p.Name, cs.Name, cs.RestartCount, lastExit(cs), previousLogTail(ctx, kube, p, cs.Name))
 		}
@@ -50,25 +51,27 @@ func WaitDeploymentAvailable(ctx context.Context, kube kubernetes.Interface, ns,
 // (back-off 10 s, 20 s, 40 s); one that restarted once or twice for a passing reason does not.
 const CrashLoopRestarts = 3
 
-// crashLooping returns a pod of d's current revision and its container that crash-loops, if any.
-// Pods of older revisions are the rollout's to replace.
-func crashLooping(ctx context.Context, kube kubernetes.Interface, d *appsv1.Deployment) (*corev1.Pod, *corev1.ContainerStatus) {
-	hash := currentTemplateHash(ctx, kube, d)
-	if hash == "" {
-		return nil, nil
-	}
-	pods, err := kube.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: appsv1.DefaultDeploymentUniqueLabelKey + "=" + hash})
-	if err != nil {
-		return nil, nil
-	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+// crashLooping returns a pod of d's current revision (among pods, d's pods) and its container
+// that crash-loops, if any. Pods of older revisions are the rollout's to replace. The current
+// revision is looked up only when some pod crash-loops.
+func crashLooping(ctx context.Context, kube kubernetes.Interface, d *appsv1.Deployment, pods []corev1.Pod) (*corev1.Pod, *corev1.ContainerStatus) {
+	hash := ""
+	for i := range pods {
+		p := &pods[i]
 		if p.DeletionTimestamp != nil {
 			continue
 		}
 		for j := range p.Status.ContainerStatuses {
 			cs := &p.Status.ContainerStatuses[j]
-			if cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" && cs.RestartCount >= CrashLoopRestarts {
+			if cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" || cs.RestartCount < CrashLoopRestarts {
+				continue
+			}
+			if hash == "" {
+				if hash = currentTemplateHash(ctx, kube, d); hash == "" {
+					return nil, nil
+				}
+			}
+			if p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash {
 				return p, cs
 			}
 		}
@@ -131,9 +134,21 @@ func deploymentRolledOut(d *appsv1.Deployment) bool {
 	return false
 }
 
+// deploymentPods lists the pods of d's selector (none when that fails: they only describe).
+func deploymentPods(ctx context.Context, kube kubernetes.Interface, d *appsv1.Deployment) []corev1.Pod {
+	if d.Spec.Selector == nil {
+		return nil
+	}
+	pods, err := kube.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(d.Spec.Selector)})
+	if err != nil {
+		return nil
+	}
+	return pods.Items
+}
+
 // deploymentState describes a Deployment and its pods the way `kubectl get` and `describe`
 // would, for timeout messages.
-func deploymentState(ctx context.Context, kube kubernetes.Interface, d *appsv1.Deployment) string {
+func deploymentState(d *appsv1.Deployment, pods []corev1.Pod) string {
 	want := int32(1)
 	if d.Spec.Replicas != nil {
 		want = *d.Spec.Replicas
@@ -144,13 +159,8 @@ func deploymentState(ctx context.Context, kube kubernetes.Interface, d *appsv1.D
 	for _, c := range s.Conditions {
 		parts = append(parts, fmt.Sprintf("%s=%s (%s)", c.Type, c.Status, c.Message))
 	}
-	if d.Spec.Selector != nil {
-		sel := metav1.FormatLabelSelector(d.Spec.Selector)
-		if pods, err := kube.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel}); err == nil {
-			for _, p := range pods.Items {
-				parts = append(parts, "pod "+PodState(&p))
-			}
-		}
+	for _, p := range pods {
+		parts = append(parts, "pod "+PodState(&p))
 	}
 	return strings.Join(parts, "; ")
 }

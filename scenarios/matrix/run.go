@@ -47,6 +47,9 @@ type Result struct {
 	Cells     []CellResult `json:"cells"`
 }
 
+// reasonWidth bounds the one line a cell quotes of a failure (its first line).
+const reasonWidth = 240
+
 // Count is how many cells ended with o.
 func (r Result) Count(o Outcome) int {
 	n := 0
@@ -130,7 +133,7 @@ func runCell(ctx context.Context, c Cell, steps Steps, out string, prepared map[
 		prepared[key] = perr
 	}
 	if perr != nil {
-		r.Reason = "cannot start: " + report.FirstLine(perr.Error(), 240)
+		r.Reason = "cannot start: " + report.FirstLine(perr.Error(), reasonWidth)
 		return r
 	}
 
@@ -153,7 +156,7 @@ func runCell(ctx context.Context, c Cell, steps Steps, out string, prepared map[
 // judge decides a run's outcome from its summary and exit.
 func judge(sum *report.Summary, runErr, readErr error, log string) (Outcome, string) {
 	if sum == nil {
-		reason := "no summary.json: " + report.FirstLine(readErr.Error(), 240)
+		reason := "no summary.json: " + report.FirstLine(readErr.Error(), reasonWidth)
 		if runErr != nil {
 			reason = "the suite exited (" + runErr.Error() + ") without a summary.json; see " + log
 		}
@@ -161,7 +164,7 @@ func judge(sum *report.Summary, runErr, readErr error, log string) (Outcome, str
 	}
 	for _, sc := range sum.Scenarios {
 		if sc.Result == report.Failed {
-			return Failed, sc.ID + ": " + report.FirstLine(sc.Message(), 240)
+			return Failed, sc.ID + ": " + report.FirstLine(sc.Message(), reasonWidth)
 		}
 	}
 	if runErr != nil {

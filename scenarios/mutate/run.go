@@ -69,6 +69,9 @@ type Outcome struct {
 	Seconds float64  `json:"seconds"`
 }
 
+// killWidth bounds the one line a kill quotes of the failure (its first line).
+const killWidth = 200
+
 // Run generates the mutants, judges Mutants of them that compile, and writes the report.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	start := time.Now()
@@ -190,7 +193,7 @@ func judge(ctx context.Context, o Options, scratch string, m Mutant, reach cover
 	start := time.Now()
 	if strings.HasSuffix(m.File, ".go") {
 		if msg, berr := command(ctx, scratch, nil, "go", "build", "-o", os.DevNull, "./operator/cmd/dynamo-operator"); berr != nil {
-			logf("mutant %s does not compile, not counted: %s", m.ID(), report.FirstLine(msg, 200))
+			logf("mutant %s does not compile, not counted: %s", m.ID(), report.FirstLine(msg, killWidth))
 			return out, false, nil
 		}
 	}
@@ -237,7 +240,7 @@ func runSuite(ctx context.Context, workspace, name, outDir, coverDir string) (ki
 		if runErr != nil {
 			// No summary at all: the suite did not get as far as reporting (the mutant broke
 			// the build of the harness or crashed it): that is a kill, by the suite itself.
-			return true, "suite", report.FirstLine(lastLines(log, 3), 200), nil
+			return true, "suite", report.FirstLine(lastLines(log, 3), killWidth), nil
 		}
 		return false, "", "", rerr
 	}
@@ -248,12 +251,12 @@ func runSuite(ctx context.Context, workspace, name, outDir, coverDir string) (ki
 		if msg, ok := strings.CutPrefix(sc.Message(), suite.SetupFailedPrefix); ok {
 			// The suite's setup failed (install, first admission): every scenario is marked
 			// failed with this message; the setup is what killed the mutant.
-			return true, "setup", report.FirstLine(msg, 200), nil
+			return true, "setup", report.FirstLine(msg, killWidth), nil
 		}
-		return true, sc.ID, report.FirstLine(sc.Message(), 200), nil
+		return true, sc.ID, report.FirstLine(sc.Message(), killWidth), nil
 	}
 	if runErr != nil {
-		return true, "suite", report.FirstLine(lastLines(log, 3), 200), nil
+		return true, "suite", report.FirstLine(lastLines(log, 3), killWidth), nil
 	}
 	return false, "", "", nil
 }

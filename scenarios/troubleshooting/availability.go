@@ -145,7 +145,7 @@ func deletedService() e2etypes.Feature {
 		Assess(`symptom: failed calling webhook … service "<name>" not found`, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			// The API server resolves the Service from its informer, which learns of the
-			// deletion within moments.
+			// deletion within moments; when it resolves depends on its version.
 			notFound := quoted(fmt.Sprintf("service %q not found", r.ServiceName()))
 			if !resolvesServicePerRequest(c.KubernetesVersion()) {
 				// Before v1.37 the API server resolves the Service only when it dials: the
