@@ -185,7 +185,8 @@ e2e-hostile: control-plane ## Suite e2e/hostile: H1–H7 — hostile input to ev
 
 BENCH_FLAGS         ?=
 BENCH_COMPARE_FLAGS ?=
-BASE                ?= bench/baselines/local-2core.json
+# Side A of `make bench-compare`: where the working tree branched off main (main itself: HEAD).
+BASE_REF            ?= $(shell git merge-base main HEAD 2>/dev/null || echo HEAD)
 
 .PHONY: bench
 bench: control-plane ## Webhook latency benchmark on the local provider (≈ 5–6 min): _output/bench/<run>/{result.json,report.md,*.svg}.
@@ -198,9 +199,8 @@ bench-trend: ## Latency over time: p50/p99 per step across the runs in RESULTS (
 	@go run ./bench/cmd/gauntlet-bench trend $(RESULTS)
 
 .PHONY: bench-compare
-bench-compare: control-plane ## Benchmark and compare with BASE; exit 1 on regression. CURRENT=<result.json> compares without running.
-	@if [ -n "$(CURRENT)" ]; then go run ./bench/cmd/gauntlet-bench compare --base $(BASE) --current $(CURRENT) $(BENCH_COMPARE_FLAGS); \
-	else go run ./bench/cmd/gauntlet-bench run --baseline $(BASE) $(BENCH_FLAGS) $(BENCH_COMPARE_FLAGS); fi
+bench-compare: control-plane ## A/B: the operator and chart at BASE_REF (default: main's merge base) against the working tree, both in one cluster, interleaved (≈ 12 min); exit 1 on regression.
+	@go run ./bench/cmd/gauntlet-bench ab --base-ref $(BASE_REF) $(BENCH_FLAGS) $(BENCH_COMPARE_FLAGS)
 
 RELEASE   ?= dynamo
 NAMESPACE ?= dynamo-system

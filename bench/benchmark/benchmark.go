@@ -36,6 +36,9 @@ const (
 	DirectControl   = "direct/control"
 	APIServerDGD    = "apiserver/dgd"
 	APIServerDGDCtl = "apiserver/dgd-control"
+	// APIServerFloor is the same dry-run create through the floor webhook
+	// (testbed.InstallFloor): the least any webhook behind a Service costs.
+	APIServerFloor = "apiserver/floor"
 )
 
 // Webhook paths of the DynamoGraphDeployment webhooks (the operator's
@@ -169,9 +172,11 @@ func Run(ctx context.Context, tb *testbed.Testbed, cfg Config, name string) (res
 	return res, err
 }
 
-// Estimate is how long the attacks of c take (setup excluded).
+// Estimate is how long the attacks of c take on a local testbed (setup
+// excluded): three direct ladders, and the webhook, control and floor ladders
+// through the API server.
 func (c Config) Estimate() time.Duration {
-	steps := 3*len(c.DirectRates) + 2*len(c.APIServerRates)
+	steps := 3*len(c.DirectRates) + 3*len(c.APIServerRates)
 	return time.Duration(steps) * (c.Warmup + c.Duration)
 }
 
@@ -379,14 +384,19 @@ func apiServerWorkloads(tb *testbed.Testbed, operatorProbe load.Probe) ([]load.W
 	apiProbe := load.Probe{Source: "apiserver", Client: scrapeClient, URL: strings.TrimSuffix(base.String(), "/") + "/metrics",
 		Metric: APIServerHistogram, GroupBy: []string{"name", "type"}}
 	gvr := install.GraphDeployments
-	var out []load.Workload
-	for _, d := range []struct {
+	type dryRunLadder struct {
 		name, ns, control, what string
 		stamped                 bool
-	}{
+	}
+	ladders := []dryRunLadder{
 		{APIServerDGD, tb.WebhookNamespace, APIServerDGDCtl, "webhooks called", true},
 		{APIServerDGDCtl, tb.ControlNamespace, "", "webhooks skipped by namespaceSelector", false},
-	} {
+	}
+	if tb.FloorNamespace != "" {
+		ladders = append(ladders, dryRunLadder{APIServerFloor, tb.FloorNamespace, APIServerDGDCtl, "floor webhooks only: allowed without decoding the object", false})
+	}
+	var out []load.Workload
+	for _, d := range ladders {
 		path := fmt.Sprintf("/apis/%s/%s/namespaces/%s/%s", gvr.Group, gvr.Version, d.ns, gvr.Resource)
 		dr, err := load.NewDryRun(load.DryRunConfig{
 			URL:        strings.TrimSuffix(base.String(), "/") + path + "?dryRun=All&fieldManager=gauntlet-bench",
@@ -468,7 +478,8 @@ func Write(dir string, res result.Result, cfg Config, cmp *result.Comparison) ([
 	if err := result.Write(path, res); err != nil {
 		return nil, err
 	}
-	opts := report.Options{P99TargetMs: cfg.Targets(), OverheadP99TargetMs: cfg.OverheadP99TargetMs, Comparison: cmp}
+	opts := report.Options{P99TargetMs: cfg.Targets(), OverheadP99TargetMs: cfg.OverheadP99TargetMs, Comparison: cmp,
+		OverheadLadder: APIServerDGD, FloorLadder: APIServerFloor}
 	files, err := report.WriteFiles(dir, res, opts)
 	if err != nil {
 		return nil, err

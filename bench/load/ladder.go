@@ -70,61 +70,104 @@ func (p Progress) Printf(format string, args ...any) {
 // the probes scraped around it. A failed scrape fails the step: a result
 // claiming server-side numbers it does not have would mislead.
 func RunStep(ctx context.Context, w Workload, rate float64, opts StepOptions, progress Progress) (result.Step, error) {
+	spec, err := stepSpec(w, rate, opts)
+	if err != nil {
+		return result.Step{}, err
+	}
+	progress.Printf("%s @ %g req/s: warm-up %s, then measuring %s …", spec.Name, rate, opts.Warmup, opts.Duration)
+	p, err := measurePart(ctx, w, spec, opts, nil)
+	if err != nil {
+		return result.Step{}, err
+	}
+	step := p.outcome.step(spec)
+	step.ServerHistograms = p.serverHistograms()
+	progress.Printf("%s", stepLine(step, ""))
+	return step, nil
+}
+
+// stepSpec is w's spec at rate, once rate and opts are known to be measurable.
+func stepSpec(w Workload, rate float64, opts StepOptions) (result.StepSpec, error) {
 	spec := w.Spec
 	spec.Rate = rate
 	if rate < 1 || rate != math.Trunc(rate) {
-		return result.Step{}, fmt.Errorf("step %s: rate %v must be a whole number of requests per second", spec.Key(), rate)
+		return spec, fmt.Errorf("step %s: rate %v must be a whole number of requests per second", spec.Key(), rate)
 	}
 	if opts.Duration <= 0 {
-		return result.Step{}, fmt.Errorf("step %s: duration %v must be positive", spec.Key(), opts.Duration)
+		return spec, fmt.Errorf("step %s: duration %v must be positive", spec.Key(), opts.Duration)
 	}
-	progress.Printf("%s @ %g req/s: warm-up %s, then measuring %s …", spec.Name, rate, opts.Warmup, opts.Duration)
+	return spec, nil
+}
+
+// part is one measured attack with the probes' scrapes around it.
+type part struct {
+	outcome       attackOutcome
+	before, after []Snapshot
+}
+
+// measurePart runs the warm-up and then the measured attack of opts at
+// spec.Rate, scraping w's probes before and after the measured attack. Every
+// measured result is also added to merged when it is not nil.
+func measurePart(ctx context.Context, w Workload, spec result.StepSpec, opts StepOptions, merged *vegeta.Metrics) (part, error) {
 	if opts.Warmup > 0 {
-		warm := attack(ctx, w, rate, opts.Warmup, 1, spec.Name+"/warmup")
+		warm := attack(ctx, w, spec.Rate, opts.Warmup, 1, spec.Name+"/warmup", nil)
 		if err := ctx.Err(); err != nil {
-			return result.Step{}, fmt.Errorf("step %s: %w", spec.Key(), err)
+			return part{}, fmt.Errorf("step %s: %w", spec.Key(), err)
 		}
 		if warm.metrics.Requests > 0 && warm.succeeded == 0 {
-			return result.Step{}, fmt.Errorf("step %s: every warm-up request failed, e.g. %s", spec.Key(), firstError(warm.metrics))
+			return part{}, fmt.Errorf("step %s: every warm-up request failed, e.g. %s", spec.Key(), firstError(warm.metrics))
 		}
 	}
-	before := make([]Snapshot, len(w.Probes))
-	for i, p := range w.Probes {
-		s, err := p.Scrape(ctx)
-		if err != nil {
-			return result.Step{}, fmt.Errorf("step %s: %w", spec.Key(), err)
+	scrape := func() ([]Snapshot, error) {
+		snaps := make([]Snapshot, len(w.Probes))
+		for i, p := range w.Probes {
+			s, err := p.Scrape(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("step %s: %w", spec.Key(), err)
+			}
+			snaps[i] = s
 		}
-		before[i] = s
+		return snaps, nil
 	}
-	measured := attack(ctx, w, rate, opts.Duration, opts.Windows, spec.Name)
+	before, err := scrape()
+	if err != nil {
+		return part{}, err
+	}
+	measured := attack(ctx, w, spec.Rate, opts.Duration, opts.Windows, spec.Name, merged)
 	if err := ctx.Err(); err != nil {
-		return result.Step{}, fmt.Errorf("step %s: %w", spec.Key(), err)
+		return part{}, fmt.Errorf("step %s: %w", spec.Key(), err)
 	}
-	step := measured.step(spec)
-	for i, p := range w.Probes {
-		after, err := p.Scrape(ctx)
-		if err != nil {
-			return result.Step{}, fmt.Errorf("step %s: %w", spec.Key(), err)
-		}
-		step.ServerHistograms = append(step.ServerHistograms, after.Since(before[i])...)
+	after, err := scrape()
+	if err != nil {
+		return part{}, err
 	}
-	line := fmt.Sprintf("%s @ %g req/s: p50 %.3f ms  p99 %.3f ms  max %.2f ms  success %.2f%%  %d requests (achieved %.0f req/s)",
-		spec.Name, rate, step.P50Ms, step.P99Ms, step.MaxMs, step.SuccessRatio*100, step.Requests, step.AchievedRate)
+	return part{outcome: measured, before: before, after: after}, nil
+}
+
+// serverHistograms is what the probes observed during the part.
+func (p part) serverHistograms() []result.ServerHistogram {
+	return SinceParts([][]Snapshot{p.before}, [][]Snapshot{p.after})
+}
+
+// stepLine is the progress line of a measured step; label, when set, says
+// which side it measured.
+func stepLine(step result.Step, label string) string {
+	line := fmt.Sprintf("%s%s @ %g req/s: p50 %.3f ms  p99 %.3f ms  max %.2f ms  success %.2f%%  %d requests (achieved %.0f req/s)",
+		step.Name, label, step.Rate, step.P50Ms, step.P99Ms, step.MaxMs, step.SuccessRatio*100, step.Requests, step.AchievedRate)
 	if l, ok := result.ReadLoadAverage(); ok {
 		line += fmt.Sprintf("  [load %.1f]", l)
 	}
 	if step.SuccessRatio < 1 && len(step.Errors) > 0 {
 		line += "; first error: " + step.Errors[0]
 	}
-	progress.Printf("%s", line)
-	return step, nil
+	return line
 }
 
 // attack runs one constant-rate vegeta attack, every answer judged by w.Check,
 // and returns what it measured, cut into windows too. A request succeeds when
 // it got an answer its check accepted, whatever the status code. Cancelling
-// ctx stops the attack early.
-func attack(ctx context.Context, w Workload, rate float64, d time.Duration, windows int, name string) attackOutcome {
+// ctx stops the attack early. Every result is also added to merged when it is
+// not nil: the metrics of a step measured in several parts (RunABStep).
+func attack(ctx context.Context, w Workload, rate float64, d time.Duration, windows int, name string, merged *vegeta.Metrics) attackOutcome {
 	atk := vegeta.NewAttacker(vegeta.Client(w.Client), vegeta.MaxBody(1<<20))
 	stop := context.AfterFunc(ctx, func() { atk.Stop() })
 	defer stop()
@@ -150,6 +193,9 @@ func attack(ctx context.Context, w Workload, rate float64, d time.Duration, wind
 		res.Body = nil
 		rec.Add(res.Timestamp, res.Latency)
 		m.Add(res)
+		if merged != nil {
+			merged.Add(res)
+		}
 	}
 	m.Close()
 	return attackOutcome{m, rec.Windows(), succeeded}

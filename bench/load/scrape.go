@@ -153,18 +153,58 @@ func (h *histogram) add(s *dto.Histogram) error {
 // with at least one observation, sorted by labels. A group absent from before
 // started at zero.
 func (s Snapshot) Since(before Snapshot) []result.ServerHistogram {
+	return s.probe.summarize(s.deltas(before))
+}
+
+// SinceParts sums what the probes observed over the parts of a step measured
+// in pieces: part i was scraped before[i] and after[i], one Snapshot per probe,
+// the probes in the same order in every part. One entry per probe and group,
+// as Since gives.
+func SinceParts(before, after [][]Snapshot) []result.ServerHistogram {
+	if len(after) == 0 {
+		return nil
+	}
 	var out []result.ServerHistogram
+	for probe := range after[0] {
+		sum := map[string]*histogram{}
+		for i := range after {
+			for key, d := range after[i][probe].deltas(before[i][probe]) {
+				if acc, ok := sum[key]; !ok {
+					sum[key] = d
+				} else if slices.Equal(acc.bounds, d.bounds) {
+					sum[key] = acc.plus(d)
+				}
+			}
+		}
+		out = append(out, after[0][probe].probe.summarize(sum)...)
+	}
+	return out
+}
+
+// deltas are the groups' observations between before and s.
+func (s Snapshot) deltas(before Snapshot) map[string]*histogram {
+	out := make(map[string]*histogram, len(s.groups))
 	for key, after := range s.groups {
 		d := after
 		if b, ok := before.groups[key]; ok && slices.Equal(b.bounds, after.bounds) {
 			d = after.minus(b)
 		}
+		out[key] = d
+	}
+	return out
+}
+
+// summarize turns the groups' observations into the result's histograms, one
+// per group with at least one observation, sorted by labels.
+func (p Probe) summarize(groups map[string]*histogram) []result.ServerHistogram {
+	var out []result.ServerHistogram
+	for _, d := range groups {
 		if d.count <= 0 {
 			continue
 		}
 		out = append(out, result.ServerHistogram{
-			Source: s.probe.Source,
-			Metric: s.probe.Metric,
+			Source: p.Source,
+			Metric: p.Metric,
 			Labels: d.labels,
 			Count:  uint64(math.Round(d.count)),
 			MeanMs: d.sum / d.count * 1000,
@@ -177,6 +217,17 @@ func (s Snapshot) Since(before Snapshot) []result.ServerHistogram {
 		return strings.Compare(fmt.Sprint(a.Labels), fmt.Sprint(b.Labels))
 	})
 	return out
+}
+
+// plus is the sum of two histograms with the same bounds.
+func (h *histogram) plus(b *histogram) *histogram {
+	d := &histogram{labels: h.labels, bounds: h.bounds, counts: make([]float64, len(h.counts))}
+	for i := range h.counts {
+		d.counts[i] = h.counts[i] + b.counts[i]
+	}
+	d.count = h.count + b.count
+	d.sum = h.sum + b.sum
+	return d
 }
 
 func (h *histogram) minus(b *histogram) *histogram {

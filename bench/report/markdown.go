@@ -41,6 +41,10 @@ type Options struct {
 	OverheadP99TargetMs float64
 	// Plots are image paths, relative to the report, embedded at the end.
 	Plots []string
+	// OverheadLadder and FloorLadder, when both set and measured, add the
+	// section relating the first one's admission overhead to the second's
+	// (result.FloorRatios).
+	OverheadLadder, FloorLadder string
 }
 
 // Markdown writes the human report of r.
@@ -114,6 +118,8 @@ func Markdown(w io.Writer, r result.Result, opts Options) error {
 		}
 		b.WriteString("\n")
 	}
+
+	writeFloorRatios(&b, r, opts.OverheadLadder, opts.FloorLadder, "")
 
 	writeServerHistograms(&b, r)
 
@@ -223,21 +229,70 @@ func writeErrors(b *bytes.Buffer, r result.Result) {
 	b.WriteString("\n")
 }
 
+// writeFloorRatios writes the admission overhead of ladder as a multiple of
+// floor's, per rate; title, when set, replaces the section's heading.
+func writeFloorRatios(b *bytes.Buffer, r result.Result, ladder, floor, title string) {
+	if ladder == "" || floor == "" {
+		return
+	}
+	ratios := r.FloorRatios(ladder, floor)
+	if len(ratios) == 0 {
+		return
+	}
+	if title == "" {
+		title = "Operator overhead against the floor"
+	}
+	fmt.Fprintf(b, "## %s\n\n", title)
+	fmt.Fprintf(b, "The overhead of %s (the operator's webhooks) as a multiple of the overhead of %s: the same dry-run create through "+
+		"a webhook that answers allowed without decoding the object, behind the same Service path. 1.0× is the floor.\n\n",
+		scenarioreport.MarkdownCell(ladder), scenarioreport.MarkdownCell(floor))
+	b.WriteString("| Rate (req/s) | operator +p50 | floor +p50 | p50 ratio | operator +p99 | floor +p99 | p99 ratio |\n|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, fr := range ratios {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", formatNumber(fr.Rate),
+			formatSignedMs(fr.Overhead.P50Ms), formatSignedMs(fr.Floor.P50Ms), formatTimes(fr.P50),
+			formatSignedMs(fr.Overhead.P99Ms), formatSignedMs(fr.Floor.P99Ms), formatTimes(fr.P99))
+	}
+	b.WriteString("\n")
+}
+
+// formatTimes is "2.4×", or "—" for a ratio that means nothing (0).
+func formatTimes(v float64) string {
+	if v == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f×", v)
+}
+
 func writeComparison(b *bytes.Buffer, c result.Comparison) {
-	b.WriteString("## Comparison with the baseline\n\n")
+	if c.AB {
+		b.WriteString("## A/B comparison: side B against side A, measured in one run\n\n")
+	} else {
+		b.WriteString("## Comparison with the baseline\n\n")
+	}
 	verdict := "PASS"
 	if c.Failed() {
 		verdict = "FAIL"
 	}
 	fmt.Fprintf(b, "**%s** — %s. Tolerances: %s.\n\n", verdict, verdictCounts(c), tolerances(c.Tolerances))
-	fmt.Fprintf(b, "- Baseline: run %s, revision `%s`, %s\n", scenarioreport.MarkdownCell(c.BaseRun), orDash(c.BaseRevision), scenarioreport.MarkdownCell(c.BaseMachine.String()))
-	fmt.Fprintf(b, "- Current: run %s, revision `%s`, %s\n", scenarioreport.MarkdownCell(c.CurrentRun), orDash(c.CurrentRevision), scenarioreport.MarkdownCell(c.CurrentMachine.String()))
+	baseLabel, curLabel := "Baseline", "Current"
+	if c.AB {
+		baseLabel, curLabel = "Side A", "Side B"
+	}
+	fmt.Fprintf(b, "- %s: run %s, revision `%s`, %s\n", baseLabel, scenarioreport.MarkdownCell(c.BaseRun), orDash(c.BaseRevision), scenarioreport.MarkdownCell(c.BaseMachine.String()))
+	fmt.Fprintf(b, "- %s: run %s, revision `%s`, %s\n", curLabel, scenarioreport.MarkdownCell(c.CurrentRun), orDash(c.CurrentRevision), scenarioreport.MarkdownCell(c.CurrentMachine.String()))
 	if differentMachines(c.BaseMachine, c.CurrentMachine) {
 		b.WriteString("- ⚠️ The runs come from different machines: the ratios are compared, but a slower machine alone can exceed them.\n")
 	}
-	b.WriteString("\nEach p99 is the median of the step's per-window p99s; \"Current\" is the current run on the baseline's machine: " +
-		"measured ÷ machine factor, the factor being how much slower the step's control ladder answered than in the baseline.\n")
-	b.WriteString("\n| Verdict | Step | Rate (req/s) | Base p99 | Current p99 | Machine | Change | Base success | Current success | Reason |\n")
+	if c.AB {
+		b.WriteString("\nBoth sides served at the same time in one cluster and every step ran A B B A, in halves. Each p99 is the median " +
+			"of the step's per-window p99s; window i of A ran beside window i of B, and a sign test over those pairs decides whether a growth is significant. " +
+			"Steps measured once for both sides (controls, floor) are not judged; steps beyond the machine's capacity are reported, not judged.\n")
+	} else {
+		b.WriteString("\nEach p99 is the median of the step's per-window p99s; \"Current\" is the current run on the baseline's machine: " +
+			"measured ÷ machine factor, the factor being how much slower the step's control ladder answered than in the baseline.\n")
+	}
+	fmt.Fprintf(b, "\n| Verdict | Step | Rate (req/s) | %s p99 | %s p99 | Machine | Change | %s success | %s success | Reason |\n",
+		baseLabel, curLabel, baseLabel, curLabel)
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	for _, s := range c.Steps {
 		basePct, curPct, machine, baseOK, curOK := "—", "—", "—", "—", "—"
@@ -346,7 +401,7 @@ func WriteFiles(dir string, r result.Result, opts Options) ([]string, error) {
 
 func verdictCounts(c result.Comparison) string {
 	var parts []string
-	for _, v := range []result.Verdict{result.Regressed, result.Missing, result.Pass, result.Improved, result.New} {
+	for _, v := range []result.Verdict{result.Regressed, result.Missing, result.Pass, result.Improved, result.Saturated, result.New} {
 		if n := c.Count(v); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, v))
 		}
@@ -358,7 +413,7 @@ func verdictCounts(c result.Comparison) string {
 }
 
 func tolerances(t result.Tolerances) string {
-	return fmt.Sprintf("%s; %s; a shift counts when a rank test over the windows gives p < %s; success ratio may drop by %s points",
+	return fmt.Sprintf("%s; %s; a shift counts when a test over the windows gives p < %s; success ratio may drop by %s points",
 		growth("p99", t.P99Ratio, t.P99FloorMs), growth("p50", t.P50Ratio, t.P50FloorMs), formatNumber(t.Alpha), formatNumber(t.SuccessDrop*100))
 }
 
@@ -379,6 +434,8 @@ func verdictLabel(v result.Verdict) string {
 		return "✅ improved"
 	case result.New:
 		return "🆕 new"
+	case result.Saturated:
+		return "⏸️ saturated"
 	}
 	return "✅ pass"
 }
@@ -448,3 +505,19 @@ func orDash(s string) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// ABMarkdown writes the report of an A/B run: the comparison of side B
+// against side A, each side's overhead of ladder over the floor's, and links
+// to each side's own report (sideReports, relative paths).
+func ABMarkdown(w io.Writer, c result.Comparison, a, b result.Result, ladder, floor string, sideReports [2]string) error {
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# Webhook latency A/B — %s\n\n", scenarioreport.MarkdownCell(strings.TrimSuffix(a.Run, "-a")))
+	fmt.Fprintf(&buf, "Side A: `%s`; side B: `%s`. Kubernetes %s (%s provider), %s.\n\n", orDash(a.GitRevision), orDash(b.GitRevision),
+		orDash(a.KubernetesVersion), orDash(a.Provider), scenarioreport.MarkdownCell(a.Machine.String()))
+	fmt.Fprintf(&buf, "Each side's own report: [side A](%s), [side B](%s).\n\n", sideReports[0], sideReports[1])
+	writeComparison(&buf, c)
+	writeFloorRatios(&buf, a, ladder, floor, "Side A's operator overhead against the floor")
+	writeFloorRatios(&buf, b, ladder, floor, "Side B's operator overhead against the floor")
+	_, err := w.Write(buf.Bytes())
+	return err
+}

@@ -359,7 +359,7 @@ func TestMarkdownComparison(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, Markdown(&b, cur, Options{Comparison: &c}))
 	cmp := b.String()[strings.Index(b.String(), "## Comparison with the baseline"):]
-	assert.Contains(t, cmp, "**FAIL** — 1 regressed, 1 missing, 16 pass. Tolerances: p99 may grow by 100% when the increase exceeds 0.500 ms; p50 may grow by 50% when the increase exceeds 0.500 ms; a shift counts when a rank test over the windows gives p < 0.05; success ratio may drop by 0.1 points.")
+	assert.Contains(t, cmp, "**FAIL** — 1 regressed, 1 missing, 16 pass. Tolerances: p99 may grow by 100% when the increase exceeds 0.500 ms; p50 may grow by 50% when the increase exceeds 0.500 ms; a shift counts when a test over the windows gives p < 0.05; success ratio may drop by 0.1 points.")
 	assert.Contains(t, cmp, "- Baseline: run 20251121-100000, revision `6f60e50a1b2c3d4e5f60718293a4b5c6d7e8f901`")
 	assert.NotContains(t, cmp, "different machines")
 	assert.Regexp(t, `\| ❌ regressed \| direct/validate \| 1000 \| [0-9.]+ \| [0-9.]+ \| — \| \+5\.00 \(\+\d+%\) \| 100\.00% \| 100\.00% \| p99 .* exceeds \+100% and the 0\.500 ms noise floor \|`, cmp)

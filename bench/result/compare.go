@@ -138,6 +138,10 @@ type Shift struct {
 	PGreater float64 `json:"pGreater"`
 	PLess    float64 `json:"pLess"`
 	Windows  [2]int  `json:"windows"`
+	// Pairs, when not zero, says the p-values come from a sign test over
+	// this many pairs of windows measured side by side (CompareAB), not from
+	// the U test.
+	Pairs int `json:"pairs,omitempty"`
 }
 
 // Tested reports whether the rank test was applied.
@@ -145,6 +149,9 @@ func (s Shift) Tested() bool { return s.PGreater > 0 }
 
 // Comparison is a run judged against a baseline.
 type Comparison struct {
+	// AB says the two sides were measured in one run, interleaved
+	// (CompareAB): Base is side A, Current side B.
+	AB              bool       `json:"ab,omitempty"`
 	BaseRun         string     `json:"baseRun"`
 	BaseRevision    string     `json:"baseRevision"`
 	BaseMachine     Machine    `json:"baseMachine"`
@@ -318,7 +325,11 @@ func (sh Shift) describe(label string, falling bool) string {
 		if falling {
 			p = sh.PLess
 		}
-		notes = append(notes, fmt.Sprintf("U test p=%.3g over %d+%d windows", p, sh.Windows[0], sh.Windows[1]))
+		if sh.Pairs > 0 {
+			notes = append(notes, fmt.Sprintf("sign test p=%.3g over %d window pairs", p, sh.Pairs))
+		} else {
+			notes = append(notes, fmt.Sprintf("U test p=%.3g over %d+%d windows", p, sh.Windows[0], sh.Windows[1]))
+		}
 	}
 	if len(notes) > 0 {
 		s += " [" + strings.Join(notes, "; ") + "]"
@@ -327,11 +338,16 @@ func (sh Shift) describe(label string, falling bool) string {
 }
 
 func compareStep(b, cur, baseCtl, curCtl Step, control bool, tol Tolerances) StepComparison {
+	return judge(b, cur, shiftOf(b, cur, baseCtl, curCtl, Step.WindowP99s, tol.Alpha),
+		shiftOf(b, cur, baseCtl, curCtl, Step.WindowP50s, tol.Alpha), control, tol)
+}
+
+// judge gives the verdict on cur against b from the two percentiles' shifts
+// and the success ratios (see Compare).
+func judge(b, cur Step, p99Shift, p50Shift *Shift, control bool, tol Tolerances) StepComparison {
 	sc := StepComparison{
 		Name: b.Name, Mode: b.Mode, Rate: b.Rate, Base: &b, Current: &cur,
-		P99:          shiftOf(b, cur, baseCtl, curCtl, Step.WindowP99s, tol.Alpha),
-		P50:          shiftOf(b, cur, baseCtl, curCtl, Step.WindowP50s, tol.Alpha),
-		SuccessDelta: cur.SuccessRatio - b.SuccessRatio,
+		P99: p99Shift, P50: p50Shift, SuccessDelta: cur.SuccessRatio - b.SuccessRatio,
 	}
 	p99, p50 := *sc.P99, *sc.P50
 	success := fmt.Sprintf("success %s → %s", fmtRatio(b.SuccessRatio), fmtRatio(cur.SuccessRatio))

@@ -153,11 +153,11 @@ func parseMemTotal(r io.Reader) uint64 {
 // when tracked files have uncommitted changes: a baseline measured on a dirty
 // tree cannot be reproduced from its revision alone, and the report says so.
 func GitRevision(ctx context.Context, dir string) (string, error) {
-	head, err := git(ctx, dir, "rev-parse", "HEAD")
+	head, err := Git(ctx, dir, "rev-parse", "HEAD")
 	if err != nil {
 		return "", err
 	}
-	status, err := git(ctx, dir, "status", "--porcelain", "--untracked-files=no")
+	status, err := Git(ctx, dir, "status", "--porcelain", "--untracked-files=no")
 	if err != nil {
 		return "", err
 	}
@@ -167,7 +167,8 @@ func GitRevision(ctx context.Context, dir string) (string, error) {
 	return head, nil
 }
 
-func git(ctx context.Context, dir string, args ...string) (string, error) {
+// Git runs git with args in dir and returns its trimmed output; an error quotes git's stderr.
+func Git(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...) //nolint:gosec // G204: git with the subcommands this file passes, in the checkout being measured
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -42,6 +42,12 @@ import (
 // DoesNotExist on this key).
 const ControlLabel = "bench.gauntlet.dev/control"
 
+// SideLabel labels the namespace each release of an A/B testbed serves
+// (StartLocalAB): release A's webhooks select the namespace labelled "a",
+// release B's the one labelled "b", and neither selects the control or floor
+// namespace.
+const SideLabel = "bench.gauntlet.dev/side"
+
 // Namespaces the dry-run creates go to.
 const (
 	WebhookNamespace = "bench"
@@ -79,6 +85,12 @@ type Testbed struct {
 	// WebhookNamespace is where dry-run creates pass the webhooks;
 	// ControlNamespace is where they skip them.
 	WebhookNamespace, ControlNamespace string
+	// FloorNamespace is where dry-run creates pass only the floor webhook
+	// (InstallFloor); empty when the testbed has none (envtest).
+	FloorNamespace string
+
+	// side is "a" or "b" on an A/B testbed, empty otherwise.
+	side string
 
 	closers []func(context.Context) error
 	// secretsDir holds what must not land in the run's output: the admin
@@ -134,6 +146,18 @@ func benchValues(extra map[string]any) map[string]any {
 	return install.MergeValues(vals, extra)
 }
 
+// sideValues are the chart values of side ("a" or "b") of an A/B testbed:
+// its webhooks select only the namespace labelled SideLabel=side, then the
+// caller's values over them.
+func sideValues(side string, extra map[string]any) map[string]any {
+	vals := map[string]any{
+		"webhook": map[string]any{
+			"namespaceSelector": map[string]any{"matchLabels": map[string]any{SideLabel: side}},
+		},
+	}
+	return install.MergeValues(vals, extra)
+}
+
 // finish does what both providers need once the operator serves: the bench
 // namespaces, proof that the webhook namespace passes the webhooks and the
 // control namespace skips them, the webhook's CA for direct attacks, and the
@@ -154,8 +178,13 @@ func (t *Testbed) finish(ctx context.Context, logf func(string, ...any)) error {
 	t.KubernetesVersion = v.GitVersion
 
 	t.WebhookNamespace, t.ControlNamespace = WebhookNamespace, ControlNamespace
+	var sideLabels map[string]string
+	if t.side != "" {
+		t.WebhookNamespace = WebhookNamespace + "-" + t.side
+		sideLabels = map[string]string{SideLabel: t.side}
+	}
 	for _, ns := range []*corev1.Namespace{
-		{ObjectMeta: metav1.ObjectMeta{Name: t.WebhookNamespace}},
+		{ObjectMeta: metav1.ObjectMeta{Name: t.WebhookNamespace, Labels: sideLabels}},
 		{ObjectMeta: metav1.ObjectMeta{Name: t.ControlNamespace, Labels: map[string]string{ControlLabel: "true"}}},
 	} {
 		if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -101,6 +101,9 @@ type BuildOptions struct {
 	// Cover instruments the operator module's packages (go build -cover): the binary writes
 	// its counters into $GOCOVERDIR when it exits.
 	Cover bool
+	// Root builds from another checkout of the workspace (say, a git worktree of an older
+	// revision) instead of Root().
+	Root string
 }
 
 // OperatorCoverPackages are the packages a Cover build instruments: the whole operator module.
@@ -111,9 +114,12 @@ const OperatorCoverPackages = "github.com/gauntlet-dev/gauntlet/operator/..."
 // incremental, so an up-to-date binary costs a cache check only. A file lock keeps parallel
 // test binaries from writing the same executable at once.
 func Build(ctx context.Context, outDir string, o BuildOptions, pkgs ...string) (map[string]string, error) {
-	root, err := Root()
-	if err != nil {
-		return nil, err
+	root := o.Root
+	if root == "" {
+		var err error
+		if root, err = Root(); err != nil {
+			return nil, err
+		}
 	}
 	if o.OperatorVersion != "" && !versionPattern.MatchString(o.OperatorVersion) {
 		return nil, fmt.Errorf("building dynamo-operator: version %q must match %s", o.OperatorVersion, versionPattern)

@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +35,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/bench/report"
 	"github.com/gauntlet-dev/gauntlet/bench/result"
 	"github.com/gauntlet-dev/gauntlet/bench/testbed"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
 
 // Exit codes: 1 is a regression (or a failed run), 2 a usage error.
@@ -56,6 +58,8 @@ func main() {
 	switch os.Args[1] {
 	case "run":
 		err = runCommand(ctx, os.Args[2:])
+	case "ab":
+		err = abCommand(ctx, os.Args[2:])
 	case "compare":
 		err = compareCommand(os.Args[2:])
 	case "trend":
@@ -85,9 +89,10 @@ func main() {
 func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   gauntlet-bench run [--smoke] [--provider local|envtest] [--baseline result.json] [flags]
+  gauntlet-bench ab --base-ref REF [--set-a V] [--set-b V] [flags]
   gauntlet-bench compare --base result.json --current result.json [tolerance flags]
   gauntlet-bench trend [--out DIR] DIR...
-Run "gauntlet-bench run -h" or "gauntlet-bench compare -h" for the flags.
+Run "gauntlet-bench <command> -h" for the flags.
 `)
 }
 
@@ -122,9 +127,28 @@ func (c *comparison) compare(base, current result.Result) (result.Comparison, er
 	return result.Compare(benchmark.Select(base, re), benchmark.Select(current, re), c.tol), nil
 }
 
-// comparisonFlags binds the comparison flags.
+// compareAB judges side B against side A of one run (result.CompareAB), both
+// narrowed to the selected steps; steps whose p50 exceeded saturation are
+// reported, not judged.
+func (c *comparison) compareAB(a, b result.Result, saturation time.Duration) (result.Comparison, error) {
+	if err := c.validate(); err != nil {
+		return result.Comparison{}, err
+	}
+	var re *regexp.Regexp
+	if c.match != "" {
+		re = regexp.MustCompile(c.match)
+	}
+	return result.CompareAB(benchmark.Select(a, re), benchmark.Select(b, re), c.tol, float64(saturation)/float64(time.Millisecond)), nil
+}
+
+// comparisonFlags binds the comparison flags, defaulting to Compare's tolerances.
 func comparisonFlags(fs *flag.FlagSet) *comparison {
-	c := &comparison{tol: result.DefaultTolerances()}
+	return comparisonFlagsFrom(fs, result.DefaultTolerances())
+}
+
+// comparisonFlagsFrom binds the comparison flags with the given defaults.
+func comparisonFlagsFrom(fs *flag.FlagSet, tol result.Tolerances) *comparison {
+	c := &comparison{tol: tol}
 	t := &c.tol
 	fs.StringVar(&c.match, "match", "", "Compare only steps whose \"name@rate\" matches this regexp, e.g. '^(direct/|apiserver/.*@(50|100)\\b)'.")
 	fs.Float64Var(&t.P99Ratio, "p99-ratio", t.P99Ratio, "Allowed relative p99 growth over the baseline (1 = +100%; inf: p99 never fails).")
@@ -136,6 +160,60 @@ func comparisonFlags(fs *flag.FlagSet) *comparison {
 	return c
 }
 
+// ladderSettings holds the flags that shape the rate ladders, shared by run and ab.
+type ladderSettings struct {
+	directRates, apiRates                 *string
+	warmup, duration, saturation          *time.Duration
+	windows                               *int
+	invalid, directTarget, overheadTarget *float64
+}
+
+// ladderFlags binds the ladder flags, their defaults taken from def.
+func ladderFlags(fs *flag.FlagSet, def benchmark.Config) *ladderSettings {
+	return &ladderSettings{
+		directRates:    fs.String("direct-rates", "", "Direct ladder rates in req/s, comma-separated; \"none\" skips (default "+joinRates(def.DirectRates)+")."),
+		apiRates:       fs.String("apiserver-rates", "", "Through-the-API-server ladder rates in req/s; \"none\" skips (default "+joinRates(def.APIServerRates)+")."),
+		warmup:         fs.Duration("warmup", 0, "Uncounted warm-up before every step (default "+def.Warmup.String()+")."),
+		duration:       fs.Duration("duration", 0, "Measured length of every step (default "+def.Duration.String()+")."),
+		windows:        fs.Int("windows", def.Windows, "Equal time slices every measured step is cut into; comparisons rank their percentiles."),
+		saturation:     fs.Duration("saturation-p50", def.SaturationP50, "End a ladder after a step whose p50 exceeds this (0: run every rate)."),
+		invalid:        fs.Float64("invalid-ratio", def.InvalidRatio, "Fraction of direct requests carrying an invalid DynamoGraphDeployment."),
+		directTarget:   fs.Float64("direct-p99-target", def.DirectP99TargetMs, "Direct p99 target in ms; the report names the highest rate under it."),
+		overheadTarget: fs.Float64("overhead-p99-target", def.OverheadP99TargetMs, "Target in ms for the p99 the webhooks add through the API server."),
+	}
+}
+
+// apply sets the flags given on cfg, rejecting values that cannot work.
+func (l *ladderSettings) apply(cfg *benchmark.Config) error {
+	var err error
+	if *l.directRates != "" {
+		if cfg.DirectRates, err = parseRates(*l.directRates); err != nil {
+			return usageError{fmt.Errorf("--direct-rates: %w", err)}
+		}
+	}
+	if *l.apiRates != "" {
+		if cfg.APIServerRates, err = parseRates(*l.apiRates); err != nil {
+			return usageError{fmt.Errorf("--apiserver-rates: %w", err)}
+		}
+	}
+	if *l.warmup > 0 {
+		cfg.Warmup = *l.warmup
+	}
+	if *l.duration > 0 {
+		cfg.Duration = *l.duration
+	}
+	cfg.InvalidRatio, cfg.DirectP99TargetMs, cfg.OverheadP99TargetMs = *l.invalid, *l.directTarget, *l.overheadTarget
+	cfg.SaturationP50 = *l.saturation
+	cfg.Windows = *l.windows
+	if cfg.Windows < 1 {
+		return usageError{fmt.Errorf("--windows=%d: must be at least 1", cfg.Windows)}
+	}
+	if cfg.InvalidRatio < 0 || cfg.InvalidRatio > 1 {
+		return usageError{fmt.Errorf("--invalid-ratio=%v: must be between 0 and 1", cfg.InvalidRatio)}
+	}
+	return nil
+}
+
 func runCommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gauntlet-bench run", flag.ContinueOnError)
 	def := benchmark.Defaults()
@@ -143,15 +221,7 @@ func runCommand(ctx context.Context, args []string) error {
 	provider := fs.String("provider", "", "Where the operator runs: local (a local cluster with the chart; default) or envtest (operator subprocess; the --smoke default).")
 	out := fs.String("out", filepath.Join("_output", "bench"), "Directory of run directories.")
 	run := fs.String("run", "", "Run name, the run directory's name (default: UTC time, e.g. 20251121-101500).")
-	directRates := fs.String("direct-rates", "", "Direct ladder rates in req/s, comma-separated; \"none\" skips (default "+joinRates(def.DirectRates)+").")
-	apiRates := fs.String("apiserver-rates", "", "Through-the-API-server ladder rates in req/s; \"none\" skips (default "+joinRates(def.APIServerRates)+").")
-	warmup := fs.Duration("warmup", 0, "Uncounted warm-up before every step (default "+def.Warmup.String()+").")
-	duration := fs.Duration("duration", 0, "Measured length of every step (default "+def.Duration.String()+").")
-	windows := fs.Int("windows", def.Windows, "Equal time slices every measured step is cut into; comparisons rank their percentiles.")
-	saturation := fs.Duration("saturation-p50", def.SaturationP50, "End a ladder after a step whose p50 exceeds this (0: run every rate).")
-	invalid := fs.Float64("invalid-ratio", def.InvalidRatio, "Fraction of direct requests carrying an invalid DynamoGraphDeployment.")
-	directTarget := fs.Float64("direct-p99-target", def.DirectP99TargetMs, "Direct p99 target in ms; the report names the highest rate under it.")
-	overheadTarget := fs.Float64("overhead-p99-target", def.OverheadP99TargetMs, "Target in ms for the p99 the webhooks add through the API server.")
+	ladders := ladderFlags(fs, def)
 	var sets stringList
 	fs.Var(&sets, "set", "Chart value, as helm --set (repeatable), e.g. --set webhook.latencyInjection=5ms.")
 	baseline := fs.String("baseline", "", "Compare with this result.json, add the comparison to the report, exit 1 on regression.")
@@ -180,31 +250,8 @@ func runCommand(ctx context.Context, args []string) error {
 			*provider = "envtest"
 		}
 	}
-	var err error
-	if *directRates != "" {
-		if cfg.DirectRates, err = parseRates(*directRates); err != nil {
-			return usageError{fmt.Errorf("--direct-rates: %w", err)}
-		}
-	}
-	if *apiRates != "" {
-		if cfg.APIServerRates, err = parseRates(*apiRates); err != nil {
-			return usageError{fmt.Errorf("--apiserver-rates: %w", err)}
-		}
-	}
-	if *warmup > 0 {
-		cfg.Warmup = *warmup
-	}
-	if *duration > 0 {
-		cfg.Duration = *duration
-	}
-	cfg.InvalidRatio, cfg.DirectP99TargetMs, cfg.OverheadP99TargetMs = *invalid, *directTarget, *overheadTarget
-	cfg.SaturationP50 = *saturation
-	cfg.Windows = *windows
-	if cfg.Windows < 1 {
-		return usageError{fmt.Errorf("--windows=%d: must be at least 1", cfg.Windows)}
-	}
-	if cfg.InvalidRatio < 0 || cfg.InvalidRatio > 1 {
-		return usageError{fmt.Errorf("--invalid-ratio=%v: must be between 0 and 1", cfg.InvalidRatio)}
+	if err := ladders.apply(&cfg); err != nil {
+		return err
 	}
 	values, err := testbed.ParseValues(sets)
 	if err != nil {
@@ -298,6 +345,130 @@ func runCommand(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+// abCommand measures the operator and chart at --base-ref (side A) against the working tree
+// (side B) in one local cluster, interleaved, and exits 1 when side B regressed.
+func abCommand(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("gauntlet-bench ab", flag.ContinueOnError)
+	def := benchmark.Defaults()
+	baseRef := fs.String("base-ref", "", "Git reference of side A, the base (a branch, tag or commit); side B is the working tree, uncommitted changes included.")
+	out := fs.String("out", filepath.Join("_output", "bench"), "Directory of run directories.")
+	run := fs.String("run", "", "Run name, the run directory's name (default: UTC time with an -ab suffix).")
+	settings := ladderFlags(fs, def)
+	var setBoth, setA, setB stringList
+	fs.Var(&setBoth, "set", "Chart value for both sides, as helm --set (repeatable).")
+	fs.Var(&setA, "set-a", "Chart value for side A only (repeatable).")
+	fs.Var(&setB, "set-b", "Chart value for side B only (repeatable), e.g. --set-b webhook.latencyInjection=1ms: the comparison must fail.")
+	cmpFlags := comparisonFlagsFrom(fs, result.DefaultABTolerances())
+	cluster := fs.String("cluster-name", "gauntlet-bench-ab", "Local cluster name.")
+	keep := fs.Bool("keep-cluster", false, "Leave the local cluster running afterwards.")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if *baseRef == "" {
+		return usageError{errors.New("--base-ref is required: the git reference side A is built from (make bench-compare BASE_REF=main)")}
+	}
+	cfg := def
+	if err := settings.apply(&cfg); err != nil {
+		return err
+	}
+	if err := cmpFlags.validate(); err != nil {
+		return err
+	}
+	valuesA, err := testbed.ParseValues(append(slices.Clone(setBoth), setA...))
+	if err != nil {
+		return usageError{err}
+	}
+	valuesB, err := testbed.ParseValues(append(slices.Clone(setBoth), setB...))
+	if err != nil {
+		return usageError{err}
+	}
+	root, err := workspace.Root()
+	if err != nil {
+		return err
+	}
+	revB, err := result.GitRevision(ctx, root)
+	if err != nil {
+		return fmt.Errorf("reading the working tree's revision (side B): %w", err)
+	}
+	base, err := testbed.CheckoutRef(ctx, *baseRef)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := base.Remove(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(os.Stderr, "gauntlet-bench: removing the worktree of side A: %v\n", err)
+		}
+	}()
+	if *run == "" {
+		*run = time.Now().UTC().Format("20060102-150405") + "-ab"
+	}
+	dir := filepath.Join(*out, *run)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("creating run directory %s: %w", dir, err)
+	}
+	cfg.Progress = os.Stderr
+	nameA := fmt.Sprintf("BASE_REF=%s (%s)", base.Ref, shortRev(base.Revision))
+	nameB := "the working tree (" + shortRev(revB) + ")"
+	fmt.Fprintf(os.Stderr, "gauntlet-bench: A/B run %s — side A: %s, side B: %s; %d direct and %d API-server rates, "+
+		"A B B A in halves of %s after a %s warm-up each; attacks take ≈ %s\n",
+		*run, nameA, nameB, len(cfg.DirectRates), len(cfg.APIServerRates), cfg.Duration/2, cfg.Warmup, cfg.EstimateAB().Round(time.Second))
+	if strings.HasSuffix(revB, "-dirty") {
+		fmt.Fprintf(os.Stderr, "• the working tree has uncommitted changes: they are measured on side B\n")
+	}
+	started := time.Now()
+	pair, err := testbed.StartLocalAB(ctx, testbed.LocalOptions{ClusterName: *cluster, Keep: *keep, Progress: os.Stderr},
+		testbed.Side{Name: nameA, Root: base.Root, Values: valuesA}, testbed.Side{Name: nameB, Values: valuesB})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "• testbed ready (%.1fs)\n", time.Since(started).Seconds())
+	cfg.ChartValues = setBoth
+	a, b, measureErr := benchmark.RunAB(ctx, pair, cfg, *run, benchmark.ABRevisions{A: base.Revision, B: revB})
+	closeErr := pair.Close(context.WithoutCancel(ctx))
+	if err := errors.Join(measureErr, closeErr); err != nil {
+		return err
+	}
+	a.Settings["chartValues"] = strings.Join(append(slices.Clone(setBoth), setA...), ",")
+	b.Settings["chartValues"] = strings.Join(append(slices.Clone(setBoth), setB...), ",")
+	c, err := cmpFlags.compareAB(a, b, cfg.SaturationP50)
+	if err != nil {
+		return err
+	}
+	files, err := benchmark.WriteAB(dir, a, b, cfg, c)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "✓ A/B run %s done in %s:\n", *run, time.Since(started).Round(time.Second))
+	for _, f := range files {
+		fmt.Fprintln(os.Stderr, "  "+f)
+	}
+	if err := report.ComparisonText(os.Stdout, c); err != nil {
+		return err
+	}
+	if c.Failed() {
+		return errRegressed
+	}
+	return nil
+}
+
+// shortRev is a revision's first 12 characters, keeping a "-dirty" suffix.
+func shortRev(rev string) string {
+	head, dirty := strings.CutSuffix(rev, "-dirty")
+	if len(head) > 12 {
+		head = head[:12]
+	}
+	if dirty {
+		head += "-dirty"
+	}
+	return head
 }
 
 func compareCommand(args []string) error {

@@ -1,0 +1,186 @@
+package benchmark
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/bench/load"
+	"github.com/gauntlet-dev/gauntlet/bench/report"
+	"github.com/gauntlet-dev/gauntlet/bench/result"
+	"github.com/gauntlet-dev/gauntlet/bench/testbed"
+)
+
+// ABRevisions name what each side of an A/B run measured.
+type ABRevisions struct {
+	// A and B are git revisions, B suffixed "-dirty" when it is the working
+	// tree with uncommitted changes.
+	A, B string
+}
+
+// RunAB measures both sides of pair in one run (MeasureAB) and returns each
+// side's result: its own steps plus the steps measured once for both
+// (Step.Shared). The results are named run-a and run-b.
+func RunAB(ctx context.Context, pair *testbed.Pair, cfg Config, name string, revs ABRevisions) (a, b result.Result, err error) {
+	side := func(suffix, rev string) result.Result {
+		return result.Result{
+			Run:               name + "-" + suffix,
+			StartedAt:         time.Now().UTC(),
+			Machine:           result.DescribeMachine(),
+			KubernetesVersion: pair.A.KubernetesVersion,
+			Provider:          pair.A.Provider,
+			Settings:          cfg.Settings(),
+			GitRevision:       rev,
+		}
+	}
+	a, b = side("a", revs.A), side("b", revs.B)
+	start, ok := result.ReadLoadAverage()
+	a.Steps, b.Steps, err = MeasureAB(ctx, pair, cfg)
+	if end, ok2 := result.ReadLoadAverage(); ok && ok2 {
+		a.LoadAverage = &result.LoadAverage{Start: start, End: end}
+		b.LoadAverage = a.LoadAverage
+	}
+	return a, b, err
+}
+
+// MeasureAB runs the ladders against both sides of pair, rate by rate. At
+// each rate every webhook ladder (direct validate and mutate, then the
+// dry-run create through the API server) runs on both sides interleaved
+// A B B A (load.RunABStep), so the machine's drift over the run falls on both
+// sides alike. The control and floor dry-run ladders do not depend on the
+// operator: they run once per rate and go into both sides' steps, marked
+// Shared. The direct control ladder, whose only use is to relate a run to a
+// stored baseline's machine, is not run. A mode's ladders stop after the rate
+// at which either side saturated (Config.SaturationP50).
+func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []result.Step, err error) {
+	progress := load.Progress{W: cfg.Progress, Start: time.Now()}
+	opts := load.StepOptions{Warmup: cfg.Warmup, Duration: cfg.Duration, Windows: cfg.Windows}
+	probe := func(tb *testbed.Testbed) load.Probe {
+		return load.Probe{Source: "operator", Client: tb.OperatorMetricsClient,
+			URL: tb.OperatorMetricsURL, Metric: OperatorHistogram, GroupBy: []string{"webhook"}}
+	}
+
+	if len(cfg.DirectRates) > 0 {
+		da, err := directWorkloads(pair.A, cfg, probe(pair.A))
+		if err != nil {
+			return nil, nil, err
+		}
+		db, err := directWorkloads(pair.B, cfg, probe(pair.B))
+		if err != nil {
+			return nil, nil, err
+		}
+		// The first two are the validate and mutate ladders; the third, the direct control, is
+		// not run (see above).
+		sa, sb, err := climbAB(ctx, cfg, cfg.DirectRates, da[:2], db[:2], nil, opts, progress)
+		a, b = append(a, sa...), append(b, sb...)
+		if err != nil {
+			return a, b, err
+		}
+	}
+
+	if len(cfg.APIServerRates) > 0 {
+		wa, err := apiServerWorkloads(pair.A, probe(pair.A))
+		if err != nil {
+			return a, b, err
+		}
+		wb, err := apiServerWorkloads(pair.B, probe(pair.B))
+		if err != nil {
+			return a, b, err
+		}
+		// [0] is the webhook ladder of each side; the control and the floor (when the testbed
+		// has one) are side A's, the same requests either way.
+		sa, sb, err := climbAB(ctx, cfg, cfg.APIServerRates, wa[:1], wb[:1], wa[1:], opts, progress)
+		a, b = append(a, sa...), append(b, sb...)
+		if err != nil {
+			return a, b, err
+		}
+	}
+	return a, b, nil
+}
+
+// climbAB runs, at each rate in turn, every pair of side workloads A B B A
+// and then every shared workload once, and stops after the rate at which a
+// side saturated.
+func climbAB(ctx context.Context, cfg Config, rates []float64, sideA, sideB, shared []load.Workload, opts load.StepOptions,
+	progress load.Progress) (a, b []result.Step, err error) {
+	if len(sideA) != len(sideB) {
+		return nil, nil, fmt.Errorf("A/B ladders: side A has %d, side B %d", len(sideA), len(sideB))
+	}
+	for _, rate := range rates {
+		saturated := false
+		for i := range sideA {
+			sa, sb, err := load.RunABStep(ctx, sideA[i], sideB[i], rate, opts, progress)
+			if err != nil {
+				return a, b, err
+			}
+			a, b = append(a, sa), append(b, sb)
+			saturated = cfg.saturated(sa, progress) || cfg.saturated(sb, progress) || saturated
+		}
+		for _, w := range shared {
+			s, err := load.RunStep(ctx, w, rate, opts, progress)
+			if err != nil {
+				return a, b, err
+			}
+			s.Shared = true
+			a, b = append(a, s), append(b, s)
+		}
+		if saturated && rate == rates[0] {
+			return a, b, tooBusy(rate, sideA[0].Spec.Name)
+		}
+		if saturated {
+			break
+		}
+	}
+	return a, b, nil
+}
+
+// tooBusy is the error of an A/B run whose lowest rate already saturated:
+// nothing could be judged.
+func tooBusy(rate float64, ladder string) error {
+	load := ""
+	if l, ok := result.ReadLoadAverage(); ok {
+		load = fmt.Sprintf(" (load average %.1f)", l)
+	}
+	return fmt.Errorf("the machine is too busy to measure: %s saturated at its lowest rate, %g req/s, so no step could be judged; "+
+		"stop other work on the machine%s or start lower (--direct-rates, --apiserver-rates)", ladder, rate, load)
+}
+
+// EstimateAB is how long the attacks of an A/B run of c take (setup
+// excluded): per direct rate the validate and mutate ladders, each four
+// halves with their warm-ups; per API-server rate the webhook ladder the same
+// way, then the control and the floor.
+func (c Config) EstimateAB() time.Duration {
+	half := c.Warmup + c.Duration/2
+	return time.Duration(len(c.DirectRates))*2*4*half +
+		time.Duration(len(c.APIServerRates))*(4*half+2*(c.Warmup+c.Duration))
+}
+
+// WriteAB writes an A/B run into dir: each side's result.json, report.md and
+// plots in dir/a and dir/b, and dir/report.md with the comparison and each
+// side's overhead against the floor. It returns the paths written.
+func WriteAB(dir string, a, b result.Result, cfg Config, c result.Comparison) ([]string, error) {
+	var paths []string
+	for _, side := range []struct {
+		name string
+		res  result.Result
+	}{{"a", a}, {"b", b}} {
+		files, err := Write(filepath.Join(dir, side.name), side.res, cfg, nil)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, files...)
+	}
+	var buf bytes.Buffer
+	sideReports := [2]string{"a/" + report.ReportFile, "b/" + report.ReportFile}
+	if err := report.ABMarkdown(&buf, c, a, b, APIServerDGD, APIServerFloor, sideReports); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, report.ReportFile)
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", path, err)
+	}
+	return append(paths, path), nil
+}

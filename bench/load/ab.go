@@ -1,0 +1,100 @@
+package load
+
+import (
+	"context"
+	"fmt"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/gauntlet-dev/gauntlet/bench/result"
+)
+
+// ABOrder is the order RunABStep measures the halves of the two sides in:
+// A B B A. A drift of the machine's speed over the four halves (other work
+// starting, a CPU warming up) then falls on both sides alike, and each half
+// of A runs right beside a half of B.
+var ABOrder = [4]int{0, 1, 1, 0}
+
+// RunABStep measures the same kind of request on side A (a) and side B (b)
+// at rate, interleaved in ABOrder: each side's measured attack is cut in two
+// halves of opts.Duration/2 with opts.Windows/2 windows each (at least one),
+// every half after its own warm-up of opts.Warmup. Each side's step merges
+// its halves; A's windows and B's windows line up in time — A's first half
+// beside B's first, A's second beside B's second — which is what
+// result.CompareAB pairs.
+func RunABStep(ctx context.Context, a, b Workload, rate float64, opts StepOptions, progress Progress) (sa, sb result.Step, err error) {
+	half := opts
+	half.Duration = opts.Duration / 2
+	half.Windows = max(1, opts.Windows/2)
+	sides := [2]*abSide{{w: a, label: " [A]"}, {w: b, label: " [B]"}}
+	for i, s := range sides {
+		if s.spec, err = stepSpec(s.w, rate, half); err != nil {
+			return result.Step{}, result.Step{}, err
+		}
+		if i == 1 && s.spec.Name != sides[0].spec.Name {
+			return result.Step{}, result.Step{}, fmt.Errorf("A/B step @ %g req/s: side A measures %s, side B %s; both must measure the same ladder", rate, sides[0].spec.Name, s.spec.Name)
+		}
+		s.merged = &vegeta.Metrics{}
+	}
+	progress.Printf("%s @ %g req/s: A B B A, each half %s after a %s warm-up …", a.Spec.Name, rate, half.Duration, half.Warmup)
+	for _, i := range ABOrder {
+		s := sides[i]
+		p, err := measurePart(ctx, s.w, s.spec, half, s.merged)
+		if err != nil {
+			return result.Step{}, result.Step{}, fmt.Errorf("side %s: %w", s.label[2:3], err)
+		}
+		s.parts = append(s.parts, p)
+	}
+	for _, s := range sides {
+		s.step = s.merge()
+		progress.Printf("%s", stepLine(s.step, s.label))
+	}
+	return sides[0].step, sides[1].step, nil
+}
+
+// abSide is one side of an A/B step while it is measured.
+type abSide struct {
+	w      Workload
+	label  string
+	spec   result.StepSpec
+	merged *vegeta.Metrics
+	parts  []part
+	step   result.Step
+}
+
+// merge is the side's step: the percentiles of every request of its halves,
+// the halves' windows one after the other (the second half's starting where
+// the first one's end), its rates over the time its halves ran (not over the
+// time between them, when the other side ran), and what the probes saw during
+// the halves.
+func (s *abSide) merge() result.Step {
+	st := result.FromMetrics(s.spec, s.merged)
+	st.Windows = nil
+	var succeeded int
+	var sent, answered float64 // seconds sending requests, and until the last answer
+	var before, after [][]Snapshot
+	for _, p := range s.parts {
+		offset := sent
+		for _, w := range p.outcome.windows {
+			w.StartSeconds += offset
+			st.Windows = append(st.Windows, w)
+		}
+		m := p.outcome.metrics
+		sent += m.Duration.Seconds()
+		answered += (m.Duration + m.Wait).Seconds()
+		succeeded += p.outcome.succeeded
+		before, after = append(before, p.before), append(after, p.after)
+	}
+	st.DurationSeconds = sent
+	if sent > 0 {
+		st.AchievedRate = float64(st.Requests) / sent
+	}
+	if st.Requests > 0 {
+		st.SuccessRatio = float64(succeeded) / float64(st.Requests)
+	}
+	if answered > 0 {
+		st.Throughput = float64(succeeded) / answered
+	}
+	st.ServerHistograms = SinceParts(before, after)
+	return st
+}

@@ -1,0 +1,137 @@
+package result
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/aclements/go-moremath/stats"
+)
+
+// Saturated is the verdict on an A/B step beyond the machine's capacity: a
+// side's p50 exceeded the saturation bound, so its latency measures the queue
+// in front of the server, not the server. It is reported, not judged on
+// latency, and does not fail.
+const Saturated Verdict = "saturated"
+
+// DefaultABTolerances are CompareAB's: tighter than Compare's against a stored
+// baseline, because both sides ran on the same machine at the same time.
+// p99 may grow by 50 % (beyond 0.5 ms), p50 by 25 % (beyond 0.25 ms), each
+// only when a sign test over the window pairs finds it significant at
+// p < 0.05; the success ratio may drop by 0.1 points.
+func DefaultABTolerances() Tolerances {
+	return Tolerances{P99Ratio: 0.5, P99FloorMs: 0.5, P50Ratio: 0.25, P50FloorMs: 0.25,
+		SuccessDrop: DefaultSuccessDrop, Alpha: DefaultAlpha}
+}
+
+// CompareAB judges side B of an A/B run against side A: the two sides were
+// measured in one run, interleaved (load.RunABStep), so there is no machine
+// factor to divide by. Steps are matched by name and rate. A step's p99 and
+// p50 are the medians of its windows' percentiles; window i of A and window i
+// of B ran next to each other, and a one-sided sign test over those pairs
+// (how many pairs B lost) decides whether a growth is significant. With
+// window counts that differ, the pairs are lost and the U test of Compare
+// decides instead.
+//
+// A step regresses as in Compare (ratio, floor and significance; or the
+// success ratio). Steps measured once for both sides (Step.Shared: the
+// controls, the floor) pass without a verdict on latency. A step at a rate
+// where either side's p50 exceeded saturationP50Ms (0: never) is Saturated:
+// reported, not judged.
+func CompareAB(a, b Result, tol Tolerances, saturationP50Ms float64) Comparison {
+	c := Comparison{
+		AB:      true,
+		BaseRun: a.Run, BaseRevision: a.GitRevision, BaseMachine: a.Machine,
+		CurrentRun: b.Run, CurrentRevision: b.GitRevision, CurrentMachine: b.Machine,
+		Tolerances: tol,
+	}
+	byKey := make(map[string]int, len(b.Steps))
+	for i, s := range b.Steps {
+		byKey[s.Key()] = i
+	}
+	matched := make([]bool, len(b.Steps))
+	for i := range a.Steps {
+		sa := a.Steps[i]
+		j, ok := byKey[sa.Key()]
+		if !ok {
+			c.Steps = append(c.Steps, StepComparison{
+				Name: sa.Name, Mode: sa.Mode, Rate: sa.Rate, Base: &sa, Verdict: Missing,
+				Reason: fmt.Sprintf("side A measured it (p99 %s), side B did not", fmtMs(sa.P99Ms)),
+			})
+			continue
+		}
+		matched[j] = true
+		sb := b.Steps[j]
+		c.Steps = append(c.Steps, compareABStep(sa, sb, tol, saturationP50Ms))
+	}
+	for j := range b.Steps {
+		if !matched[j] {
+			sb := b.Steps[j]
+			c.Steps = append(c.Steps, StepComparison{
+				Name: sb.Name, Mode: sb.Mode, Rate: sb.Rate, Current: &sb, Verdict: Missing,
+				Reason: fmt.Sprintf("side B measured it (p99 %s), side A did not", fmtMs(sb.P99Ms)),
+			})
+		}
+	}
+	return c
+}
+
+func compareABStep(a, b Step, tol Tolerances, saturationP50Ms float64) StepComparison {
+	p99 := pairedShift(a.WindowP99s(), b.WindowP99s(), tol.Alpha)
+	p50 := pairedShift(a.WindowP50s(), b.WindowP50s(), tol.Alpha)
+	switch {
+	case a.Shared || b.Shared:
+		return StepComparison{Name: a.Name, Mode: a.Mode, Rate: a.Rate, Base: &a, Current: &b, P99: p99, P50: p50,
+			Verdict: Pass, Reason: fmt.Sprintf("measured once for both sides (p99 %s, p50 %s): not judged", fmtMs(p99.BaseMs), fmtMs(p50.BaseMs))}
+	case saturationP50Ms > 0 && (a.P50Ms > saturationP50Ms || b.P50Ms > saturationP50Ms):
+		return StepComparison{Name: a.Name, Mode: a.Mode, Rate: a.Rate, Base: &a, Current: &b, P99: p99, P50: p50,
+			SuccessDelta: b.SuccessRatio - a.SuccessRatio, Verdict: Saturated,
+			Reason: fmt.Sprintf("beyond the machine's capacity: p50 %s (A), %s (B) above %s; reported, not judged",
+				fmtMs(a.P50Ms), fmtMs(b.P50Ms), fmtMs(saturationP50Ms))}
+	}
+	return judge(a, b, p99, p50, false, tol)
+}
+
+// pairedShift is how one percentile moved from A's windows (a) to B's (b).
+// Window i of each side ran beside the other's window i, so when both sides
+// have the same number of windows a sign test over the pairs decides
+// significance; otherwise the U test does. The shift has no machine factor.
+func pairedShift(a, b []float64, alpha float64) *Shift {
+	sh := &Shift{BaseMs: median(a), MeasuredMs: median(b), MachineFactor: 1, Windows: [2]int{len(a), len(b)}}
+	sh.CurrentMs = sh.MeasuredMs
+	sh.DeltaMs = sh.CurrentMs - sh.BaseMs
+	if sh.BaseMs > 0 {
+		sh.Ratio = sh.CurrentMs / sh.BaseMs
+	}
+	if len(a) != len(b) {
+		if minOneSidedP(len(a), len(b)) < alpha {
+			greater, err1 := stats.MannWhitneyUTest(b, a, stats.LocationGreater)
+			less, err2 := stats.MannWhitneyUTest(b, a, stats.LocationLess)
+			if err1 == nil && err2 == nil {
+				sh.PGreater, sh.PLess = math.Max(greater.P, math.SmallestNonzeroFloat64), math.Max(less.P, math.SmallestNonzeroFloat64)
+			}
+		}
+		return sh
+	}
+	var slower, faster int
+	for i := range a {
+		switch {
+		case b[i] > a[i]:
+			slower++
+		case b[i] < a[i]:
+			faster++
+		}
+	}
+	n := slower + faster
+	sh.Pairs = n
+	if n == 0 || math.Pow(0.5, float64(n)) >= alpha {
+		// Too few pairs that differ for the test to ever reach alpha: ratio
+		// and floor decide alone.
+		sh.Pairs = 0
+		return sh
+	}
+	d := stats.BinomialDist{N: n, P: 0.5}
+	// P(at least `slower` of n pairs slower by chance), and the same for faster.
+	sh.PGreater = math.Max(1-d.CDF(float64(slower)-1), math.SmallestNonzeroFloat64)
+	sh.PLess = math.Max(d.CDF(float64(slower)), math.SmallestNonzeroFloat64)
+	return sh
+}

@@ -1,0 +1,102 @@
+package result
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// windowedStep is a step whose windows have the given p50s and p99s.
+func windowedStep(name string, rate float64, p50s, p99s []float64) Step {
+	s := Step{StepSpec: StepSpec{Name: name, Mode: Direct, Rate: rate}, Requests: uint64(rate * 10), SuccessRatio: 1}
+	for i := range p50s {
+		s.Windows = append(s.Windows, Window{StartSeconds: float64(i), Requests: int(rate), P50Ms: p50s[i], P99Ms: p99s[i]})
+	}
+	s.P50Ms, s.P99Ms = median(p50s), median(p99s)
+	return s
+}
+
+// noisy is n values around centre, each off by up to ±spread, as the windows of one side
+// of an A/A run on a busy machine.
+func noisy(rng *rand.Rand, n int, centre, spread float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = centre + spread*(2*rng.Float64()-1)
+	}
+	return out
+}
+
+func compareABOne(t *testing.T, a, b Step) StepComparison {
+	t.Helper()
+	c := CompareAB(run("a", a), run("b", b), DefaultABTolerances(), 1000)
+	require.Len(t, c.Steps, 1)
+	return c.Steps[0]
+}
+
+func TestCompareABCatchesADelayEveryWindowPairShows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // G404: fixed seed, synthetic data
+	p50, p99 := noisy(rng, 10, 0.3, 0.05), noisy(rng, 10, 0.9, 0.2)
+	slower50, slower99 := make([]float64, 10), make([]float64, 10)
+	for i := range p50 {
+		slower50[i], slower99[i] = p50[i]+1, p99[i]+1 // an injected 1 ms
+	}
+	sc := compareABOne(t, windowedStep("direct/validate-dgd", 1000, p50, p99), windowedStep("direct/validate-dgd", 1000, slower50, slower99))
+	assert.Equal(t, Regressed, sc.Verdict)
+	assert.Equal(t, 10, sc.P50.Pairs)
+	assert.InDelta(t, 1.0/1024, sc.P50.PGreater, 1e-12, "B lost all 10 pairs")
+	assert.InDelta(t, 1.0, sc.P50.MachineFactor, 0, "no machine factor: both sides ran on the same machine at once")
+	assert.Contains(t, sc.Reason, "sign test p=0.000977 over 10 window pairs")
+}
+
+func TestCompareABPassesAnAARunOnABusyMachine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4)) //nolint:gosec // G404: fixed seed, synthetic data
+	for i := 0; i < 200; i++ {
+		// The machine's drift moves both sides of a pair together; each side adds its own jitter.
+		drift := noisy(rng, 10, 0, 0.3)
+		a50, b50 := noisy(rng, 10, 0.4, 0.1), noisy(rng, 10, 0.4, 0.1)
+		a99, b99 := noisy(rng, 10, 2, 0.8), noisy(rng, 10, 2, 0.8)
+		for j := range drift {
+			a50[j] += drift[j] / 3
+			b50[j] += drift[j] / 3
+			a99[j] += drift[j]
+			b99[j] += drift[j]
+		}
+		sc := compareABOne(t, windowedStep("direct/mutate-dgd", 500, a50, a99), windowedStep("direct/mutate-dgd", 500, b50, b99))
+		require.NotEqual(t, Regressed, sc.Verdict, "A/A run %d: %s", i, sc.Reason)
+	}
+}
+
+func TestCompareABNeedsMostPairsSlower(t *testing.T) {
+	// B is 3× slower in two window pairs (a stall on its side), equal elsewhere: the medians
+	// barely move and the sign test does not call it.
+	a := []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
+	b := []float64{3, 3, 1, 1, 1, 1, 1, 1, 1, 1}
+	sc := compareABOne(t, windowedStep("apiserver/dgd", 100, a, a), windowedStep("apiserver/dgd", 100, b, b))
+	assert.Equal(t, Pass, sc.Verdict, sc.Reason)
+}
+
+func TestCompareABDoesNotJudgeSharedOrSaturatedSteps(t *testing.T) {
+	ctl := windowedStep("apiserver/dgd-control", 200, []float64{2, 2}, []float64{5, 5})
+	ctl.Shared = true
+	sc := compareABOne(t, ctl, ctl)
+	assert.Equal(t, Pass, sc.Verdict)
+	assert.Equal(t, "measured once for both sides (p99 5.00 ms, p50 2.00 ms): not judged", sc.Reason)
+
+	a := windowedStep("apiserver/dgd", 400, []float64{900, 900}, []float64{2000, 2000})
+	b := windowedStep("apiserver/dgd", 400, []float64{1500, 1500}, []float64{4000, 4000})
+	sc = compareABOne(t, a, b)
+	assert.Equal(t, Saturated, sc.Verdict)
+	assert.False(t, sc.Verdict.Failing())
+	assert.Equal(t, "beyond the machine's capacity: p50 900.00 ms (A), 1500.00 ms (B) above 1000.00 ms; reported, not judged", sc.Reason)
+}
+
+func TestCompareABMissingStepFails(t *testing.T) {
+	a := windowedStep("direct/validate-dgd", 2000, []float64{1}, []float64{2})
+	c := CompareAB(run("a", a), run("b"), DefaultABTolerances(), 0)
+	require.Len(t, c.Steps, 1)
+	assert.Equal(t, Missing, c.Steps[0].Verdict)
+	assert.True(t, c.Failed())
+	assert.Equal(t, "side A measured it (p99 2.00 ms), side B did not", c.Steps[0].Reason)
+}

@@ -1,0 +1,348 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+)
+
+// FloorImage is the image repository the local provider maps to the floor webhook binary.
+const FloorImage = "gauntlet-floor-webhook"
+
+// FloorNamespace is where dry-run creates pass the floor webhooks (and no other).
+const FloorNamespace = "bench-floor"
+
+// FloorLabel labels FloorNamespace; the floor's webhooks select exactly namespaces with it.
+const FloorLabel = "bench.gauntlet.dev/floor"
+
+// floorPackage is the floor webhook's main package, relative to the workspace root.
+const floorPackage = "./bench/cmd/gauntlet-floor-webhook"
+
+// The floor's objects. It runs in a namespace of its own, named like its
+// Deployment and Service, so the API server calls it at floorName.floorName.svc.
+const (
+	floorName          = "gauntlet-floor"
+	floorSecret        = "gauntlet-floor-tls"
+	floorWebhookConfig = "gauntlet-bench-floor"
+	floorWebhookPort   = 9443
+	floorProbePort     = 8081
+	floorCertDir       = "/tls"
+)
+
+// What the floor webhook answers a probe with (gauntlet-floor-webhook's
+// contract): a review of an object whose name starts with floorProbePrefix
+// gets the warning floorWarning, which the API server hands to the client.
+const (
+	floorProbePrefix = "floor-probe-"
+	floorWarning     = "gauntlet floor webhook"
+)
+
+// BuildFloor builds bench/cmd/gauntlet-floor-webhook into the gauntlet cache and returns its path.
+func BuildFloor(ctx context.Context) (string, error) {
+	built, err := workspace.Build(ctx, workspace.BinDir(), workspace.BuildOptions{}, floorPackage)
+	if err != nil {
+		return "", fmt.Errorf("building the floor webhook: %w", err)
+	}
+	return built[floorPackage], nil
+}
+
+// InstallFloor deploys the floor webhook and waits until the API server routes FloorNamespace through it.
+//
+// The floor serves a validating and a mutating webhook with the rules, match
+// policy, timeout and failure policy the chart gives the operator's
+// DynamoGraphDeployment webhooks, behind a Service of its own, so a dry-run
+// create in FloorNamespace takes the operator's path (API server → Service →
+// TLS → pod) to a server that does nothing. FloorNamespace also carries
+// ControlLabel, which the bench release's webhooks skip. Objects that exist
+// are kept, except the webhook configurations, which are replaced so that
+// their CA bundle is the one of the floor's Secret.
+//
+// The wait ends when a dry-run create in FloorNamespace comes back with the
+// floor's warning and unstamped, and one of an invalid DynamoGraphDeployment
+// is admitted: the floor's webhooks run there and the operator's do not. The
+// warning is read through a client made from a copy of restConfig; dyn makes
+// the second request.
+func InstallFloor(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, restConfig *rest.Config, logf func(string, ...any)) error {
+	start := time.Now()
+	for _, ns := range floorNamespaces() {
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating Namespace %s: %w", ns.Name, err)
+		}
+	}
+	caPEM, err := ensureFloorSecret(ctx, kube)
+	if err != nil {
+		return err
+	}
+	if _, err := kube.AppsV1().Deployments(floorName).Create(ctx, floorDeployment(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Deployment %s/%s: %w", floorName, floorName, err)
+	}
+	if _, err := kube.CoreV1().Services(floorName).Create(ctx, floorService(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Service %s/%s: %w", floorName, floorName, err)
+	}
+	validating, mutating := floorWebhooks(caPEM)
+	admission := kube.AdmissionregistrationV1()
+	if err := createOrReplace(ctx, "ValidatingWebhookConfiguration", validating, admission.ValidatingWebhookConfigurations()); err != nil {
+		return err
+	}
+	if err := createOrReplace(ctx, "MutatingWebhookConfiguration", mutating, admission.MutatingWebhookConfigurations()); err != nil {
+		return err
+	}
+	if err := install.WaitDeploymentAvailable(ctx, kube, floorName, floorName, 2*time.Minute); err != nil {
+		return fmt.Errorf("starting the floor webhook: %w", err)
+	}
+	warned := &warningRecorder{}
+	cfg := rest.CopyConfig(restConfig)
+	cfg.WarningHandlerWithContext = warned
+	recorded, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building a dynamic client for %s: %w", cfg.Host, err)
+	}
+	if err := waitFloorRouting(ctx, recorded, warned, dyn); err != nil {
+		return err
+	}
+	logf("floor webhook answers in namespace %s, the operator's webhooks skip it (%.1fs)", FloorNamespace, time.Since(start).Seconds())
+	return nil
+}
+
+// floorNamespaces are the floor's own namespace and FloorNamespace, which the
+// floor's webhooks select (FloorLabel) and the bench release's skip
+// (ControlLabel).
+func floorNamespaces() []*corev1.Namespace {
+	return []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: floorName}},
+		{ObjectMeta: metav1.ObjectMeta{Name: FloorNamespace, Labels: map[string]string{FloorLabel: "true", ControlLabel: "true"}}},
+	}
+}
+
+// floorHost is the floor Service's host name, which the API server expects
+// the serving certificate to carry.
+const floorHost = floorName + "." + floorName + ".svc"
+
+// ensureFloorSecret creates the floor's serving certificate and its Secret,
+// and returns the CA (PEM) the webhooks must trust. When the Secret exists it
+// is kept, and its CA is returned: the floor's pod may already serve it.
+func ensureFloorSecret(ctx context.Context, kube kubernetes.Interface) ([]byte, error) {
+	ca, err := install.NewCertificateAuthority("gauntlet bench floor webhook CA", 365*24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := ca.Issue(install.LeafOptions{DNSNames: []string{floorHost}})
+	if err != nil {
+		return nil, err
+	}
+	ref := floorName + "/" + floorSecret
+	_, err = kube.CoreV1().Secrets(floorName).Create(ctx, install.ServingSecret(floorName, floorSecret, sc, false), metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		return sc.CAPEM, nil
+	case !apierrors.IsAlreadyExists(err):
+		return nil, fmt.Errorf("creating Secret %s: %w", ref, err)
+	}
+	existing, err := kube.CoreV1().Secrets(floorName).Get(ctx, floorSecret, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading the CA of the existing Secret %s: %w", ref, err)
+	}
+	if len(existing.Data["ca.crt"]) == 0 {
+		return nil, fmt.Errorf("the existing Secret %s has no ca.crt: delete Namespace %s and install the floor again", ref, floorName)
+	}
+	return existing.Data["ca.crt"], nil
+}
+
+// floorLabels select the floor's pod.
+var floorLabels = map[string]string{"app.kubernetes.io/name": FloorImage, "app.kubernetes.io/part-of": "gauntlet-bench"}
+
+// floorDeployment runs one floor webhook with the serving certificate mounted
+// read-only, Ready once its probe port answers.
+func floorDeployment() *appsv1.Deployment {
+	replicas := int32(1)
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: floorName, Namespace: floorName, Labels: floorLabels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: floorLabels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: floorLabels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name:  "webhook",
+						Image: FloorImage,
+						Args: []string{
+							fmt.Sprintf("--port=%d", floorWebhookPort),
+							"--cert-dir=" + floorCertDir,
+							fmt.Sprintf("--probe-port=%d", floorProbePort),
+						},
+						Ports: []corev1.ContainerPort{
+							{Name: "webhook-server", ContainerPort: floorWebhookPort, Protocol: corev1.ProtocolTCP},
+							{Name: "healthz", ContainerPort: floorProbePort, Protocol: corev1.ProtocolTCP},
+						},
+						ReadinessProbe: &corev1.Probe{
+							ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("healthz")}},
+							// The floor starts in milliseconds; the install should not wait a default period for it.
+							PeriodSeconds: 1,
+						},
+						VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: floorCertDir, ReadOnly: true}},
+					}},
+					Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: floorSecret}}}},
+				},
+			},
+		},
+	}
+}
+
+// floorService is the floor's webhook Service: port 443 to the pod's
+// webhook-server port, as the chart's Service does for the operator.
+func floorService() *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: floorName, Namespace: floorName, Labels: floorLabels},
+		Spec: corev1.ServiceSpec{
+			Selector: floorLabels,
+			Ports: []corev1.ServicePort{{
+				Name: "webhook", Port: 443, TargetPort: intstr.FromString("webhook-server"), Protocol: corev1.ProtocolTCP,
+			}},
+		},
+	}
+}
+
+// floorWebhooks are the floor's webhook configurations: one webhook each,
+// matching what the chart's DynamoGraphDeployment webhooks match (see
+// charts/dynamo-operator/files/webhook/manifests.yaml, checked by
+// TestFloorWebhooksMatchWhatTheChartsDynamoGraphDeploymentWebhooksMatch), in
+// the namespaces labelled FloorLabel, trusting caPEM.
+func floorWebhooks(caPEM []byte) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
+	rules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule: admissionregistrationv1.Rule{
+			APIGroups:   []string{install.GraphDeployments.Group},
+			APIVersions: []string{install.GraphDeployments.Version},
+			Resources:   []string{install.GraphDeployments.Resource},
+		},
+	}}
+	client := func(path string) admissionregistrationv1.WebhookClientConfig {
+		port := int32(443)
+		return admissionregistrationv1.WebhookClientConfig{
+			Service:  &admissionregistrationv1.ServiceReference{Namespace: floorName, Name: floorName, Path: &path, Port: &port},
+			CABundle: caPEM,
+		}
+	}
+	sideEffects := admissionregistrationv1.SideEffectClassNone
+	fail := admissionregistrationv1.Fail
+	equivalent := admissionregistrationv1.Equivalent
+	timeout := int32(10)
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{FloorLabel: "true"}}
+	meta := metav1.ObjectMeta{Name: floorWebhookConfig, Labels: floorLabels}
+	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+			ObjectMeta: meta,
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+				Name: "validate.floor.bench.gauntlet.dev", ClientConfig: client("/validate"), Rules: rules,
+				FailurePolicy: &fail, MatchPolicy: &equivalent, NamespaceSelector: selector, SideEffects: &sideEffects,
+				TimeoutSeconds: &timeout, AdmissionReviewVersions: []string{"v1"},
+			}},
+		}, &admissionregistrationv1.MutatingWebhookConfiguration{
+			ObjectMeta: meta,
+			Webhooks: []admissionregistrationv1.MutatingWebhook{{
+				Name: "mutate.floor.bench.gauntlet.dev", ClientConfig: client("/mutate"), Rules: rules,
+				FailurePolicy: &fail, MatchPolicy: &equivalent, NamespaceSelector: selector, SideEffects: &sideEffects,
+				TimeoutSeconds: &timeout, AdmissionReviewVersions: []string{"v1"},
+			}},
+		}
+}
+
+// objectClient is what createOrReplace needs of a typed client of cluster-scoped objects.
+type objectClient[T metav1.Object] interface {
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Get(context.Context, string, metav1.GetOptions) (T, error)
+	Update(context.Context, T, metav1.UpdateOptions) (T, error)
+}
+
+// createOrReplace creates obj, or replaces the object of that name with it.
+func createOrReplace[T metav1.Object](ctx context.Context, kind string, obj T, c objectClient[T]) error {
+	_, err := c.Create(ctx, obj, metav1.CreateOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating %s %s: %w", kind, obj.GetName(), err)
+	}
+	existing, err := c.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading the existing %s %s: %w", kind, obj.GetName(), err)
+	}
+	obj.SetResourceVersion(existing.GetResourceVersion())
+	if _, err := c.Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("replacing %s %s: %w", kind, obj.GetName(), err)
+	}
+	return nil
+}
+
+// waitFloorRouting waits until a dry-run create of a valid DynamoGraphDeployment
+// in FloorNamespace (through recorded, whose warnings warned records) comes back
+// with the floor's warning and without the operator's origin-version stamp, and
+// one of an invalid DynamoGraphDeployment (through dyn) is admitted: the floor's
+// webhooks run there, the operator's do not. The first answers may still route
+// the old way while the API server's informers catch up with the new webhook
+// configurations and Service endpoints.
+func waitFloorRouting(ctx context.Context, recorded dynamic.Interface, warned *warningRecorder, dyn dynamic.Interface) error {
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	what := fmt.Sprintf("dry-run DynamoGraphDeployments in namespace %s to come back with the floor webhook's warning %q and to skip the operator's webhooks", FloorNamespace, floorWarning)
+	return poll.Until(ctx, what, time.Minute, func(ctx context.Context) (bool, string, error) {
+		name := floorProbePrefix + rand.String(5)
+		warned.take()
+		got, err := recorded.Resource(install.GraphDeployments).Namespace(FloorNamespace).Create(ctx, install.GraphDeployment(FloorNamespace, name), dry)
+		warnings := warned.take()
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		if !slices.Contains(warnings, floorWarning) {
+			return false, fmt.Sprintf("admitted with warnings %q, none of them the floor webhook's", warnings), nil
+		}
+		if _, ok := got.GetAnnotations()[install.OriginVersionAnnotation]; ok {
+			return false, "admitted stamped with " + install.OriginVersionAnnotation + ": the operator's mutating webhook selects the namespace too", nil
+		}
+		// Not a probe's name: the caller's client would print the floor's warning.
+		invalid := install.InvalidGraphDeployment(FloorNamespace, "floor-invalid-"+rand.String(5))
+		if _, err := dyn.Resource(install.GraphDeployments).Namespace(FloorNamespace).Create(ctx, invalid, dry); err != nil {
+			return false, "a DynamoGraphDeployment without services was refused (does the operator's validating webhook select the namespace?): " + err.Error(), nil
+		}
+		return true, "", nil
+	})
+}
+
+// warningRecorder is a client-go warning handler that keeps the warnings the
+// API server returns, until taken.
+type warningRecorder struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+// HandleWarningHeaderWithContext records one warning.
+func (w *warningRecorder) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.texts = append(w.texts, text)
+}
+
+// take returns the warnings recorded since the last take.
+func (w *warningRecorder) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	texts := w.texts
+	w.texts = nil
+	return texts
+}

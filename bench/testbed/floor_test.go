@@ -1,0 +1,178 @@
+package testbed
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	certutil "k8s.io/client-go/util/cert"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+)
+
+// chartWebhook is the webhook named name of the bench release's rendered chart.
+func chartWebhook(t *testing.T, name string) admissionregistrationv1.ValidatingWebhook {
+	t.Helper()
+	r := install.Release{Mode: install.Automatic, Values: benchValues(nil)}
+	vals, err := r.ChartValues()
+	require.NoError(t, err)
+	objs, err := install.Render(install.DefaultReleaseName, install.DefaultNamespace, vals)
+	require.NoError(t, err)
+	for _, o := range objs {
+		if o.GetKind() != "ValidatingWebhookConfiguration" && o.GetKind() != "MutatingWebhookConfiguration" {
+			continue
+		}
+		hooks, _, err := unstructured.NestedSlice(o.Object, "webhooks")
+		require.NoError(t, err)
+		for _, h := range hooks {
+			m := h.(map[string]any)
+			if m["name"] != name {
+				continue
+			}
+			// The fields compared below are the same in both kinds.
+			var hook admissionregistrationv1.ValidatingWebhook
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(m, &hook))
+			return hook
+		}
+	}
+	t.Fatalf("the rendered chart has no webhook %s", name)
+	return admissionregistrationv1.ValidatingWebhook{}
+}
+
+func TestFloorWebhooksMatchWhatTheChartsDynamoGraphDeploymentWebhooksMatch(t *testing.T) {
+	validating, mutating := floorWebhooks([]byte("ca"))
+	require.Len(t, validating.Webhooks, 1)
+	require.Len(t, mutating.Webhooks, 1)
+	v, m := validating.Webhooks[0], mutating.Webhooks[0]
+	for _, c := range []struct {
+		chart string
+		floor admissionregistrationv1.ValidatingWebhook
+	}{
+		{install.GraphDeploymentValidatingWebhook, v},
+		{install.GraphDeploymentMutatingWebhook, admissionregistrationv1.ValidatingWebhook{
+			Rules: m.Rules, MatchPolicy: m.MatchPolicy, SideEffects: m.SideEffects, FailurePolicy: m.FailurePolicy,
+			TimeoutSeconds: m.TimeoutSeconds, AdmissionReviewVersions: m.AdmissionReviewVersions,
+		}},
+	} {
+		op := chartWebhook(t, c.chart)
+		assert.Equal(t, op.Rules, c.floor.Rules, c.chart)
+		assert.Equal(t, *op.MatchPolicy, *c.floor.MatchPolicy, c.chart)
+		assert.Equal(t, *op.SideEffects, *c.floor.SideEffects, c.chart)
+		assert.Equal(t, *op.FailurePolicy, *c.floor.FailurePolicy, c.chart)
+		assert.Equal(t, *op.TimeoutSeconds, *c.floor.TimeoutSeconds, c.chart)
+		assert.Equal(t, op.AdmissionReviewVersions, c.floor.AdmissionReviewVersions, c.chart)
+	}
+}
+
+// TestOnlyTheFloorSelectsTheFloorNamespace: the floor's webhooks select
+// FloorNamespace and neither bench namespace; the bench release's webhooks
+// select the webhook namespace and not FloorNamespace.
+func TestOnlyTheFloorSelectsTheFloorNamespace(t *testing.T) {
+	nsLabels := map[string]labels.Set{WebhookNamespace: {}, ControlNamespace: {ControlLabel: "true"}}
+	for _, ns := range floorNamespaces() {
+		nsLabels[ns.Name] = ns.Labels
+	}
+	selects := func(sel *metav1.LabelSelector, ns string) bool {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		require.NoError(t, err)
+		return s.Matches(nsLabels[ns])
+	}
+
+	validating, mutating := floorWebhooks(nil)
+	for _, sel := range []*metav1.LabelSelector{validating.Webhooks[0].NamespaceSelector, mutating.Webhooks[0].NamespaceSelector} {
+		assert.True(t, selects(sel, FloorNamespace))
+		assert.False(t, selects(sel, WebhookNamespace))
+		assert.False(t, selects(sel, ControlNamespace))
+		assert.False(t, selects(sel, floorName))
+	}
+	for _, name := range []string{install.GraphDeploymentValidatingWebhook, install.GraphDeploymentMutatingWebhook} {
+		sel := chartWebhook(t, name).NamespaceSelector
+		assert.True(t, selects(sel, WebhookNamespace), name)
+		assert.False(t, selects(sel, FloorNamespace), name)
+	}
+}
+
+func TestFloorWebhooksReachThePodThroughTheService(t *testing.T) {
+	d, svc := floorDeployment(), floorService()
+	pod := d.Spec.Template
+	assert.Equal(t, labels.Set(svc.Spec.Selector), labels.Set(pod.Labels))
+	require.Len(t, pod.Spec.Containers, 1)
+	c := pod.Spec.Containers[0]
+	assert.Equal(t, FloorImage, c.Image)
+
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	require.Len(t, svc.Spec.Ports, 1)
+	assert.Equal(t, int32(443), svc.Spec.Ports[0].Port)
+	assert.Equal(t, int32(floorWebhookPort), ports[svc.Spec.Ports[0].TargetPort.StrVal], "the Service's target port")
+	assert.Equal(t, int32(floorProbePort), ports[c.ReadinessProbe.HTTPGet.Port.StrVal], "the readiness probe's port")
+	assert.Equal(t, "/healthz", c.ReadinessProbe.HTTPGet.Path)
+	assert.Subset(t, c.Args, []string{"--port=9443", "--probe-port=8081", "--cert-dir=/tls"})
+
+	require.Len(t, c.VolumeMounts, 1)
+	assert.Equal(t, corev1.VolumeMount{Name: "tls", MountPath: "/tls", ReadOnly: true}, c.VolumeMounts[0])
+	require.Len(t, pod.Spec.Volumes, 1)
+	assert.Equal(t, floorSecret, pod.Spec.Volumes[0].Secret.SecretName)
+
+	validating, mutating := floorWebhooks([]byte("ca"))
+	for _, cc := range []admissionregistrationv1.WebhookClientConfig{validating.Webhooks[0].ClientConfig, mutating.Webhooks[0].ClientConfig} {
+		require.NotNil(t, cc.Service)
+		assert.Equal(t, svc.Namespace, cc.Service.Namespace)
+		assert.Equal(t, svc.Name, cc.Service.Name)
+		assert.Equal(t, svc.Spec.Ports[0].Port, *cc.Service.Port)
+		assert.Equal(t, []byte("ca"), cc.CABundle)
+	}
+	assert.Equal(t, "/validate", *validating.Webhooks[0].ClientConfig.Service.Path)
+	assert.Equal(t, "/mutate", *mutating.Webhooks[0].ClientConfig.Service.Path)
+}
+
+func TestFloorSecretCarriesACertificateForTheServiceHost(t *testing.T) {
+	kube := fake.NewClientset()
+	caPEM, err := ensureFloorSecret(t.Context(), kube)
+	require.NoError(t, err)
+	s, err := kube.CoreV1().Secrets(floorName).Get(t.Context(), floorSecret, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, corev1.SecretTypeTLS, s.Type)
+	assert.Equal(t, caPEM, s.Data["ca.crt"])
+	_, err = tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+	require.NoError(t, err, "tls.crt and tls.key must be a pair")
+
+	leaf, err := certutil.ParseCertsPEM(s.Data[corev1.TLSCertKey])
+	require.NoError(t, err)
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(caPEM))
+	_, err = leaf[0].Verify(x509.VerifyOptions{DNSName: "gauntlet-floor.gauntlet-floor.svc", Roots: roots})
+	assert.NoError(t, err, "the API server dials the Service's host and trusts the webhooks' caBundle")
+}
+
+func TestAnExistingFloorSecretKeepsItsCA(t *testing.T) {
+	kube := fake.NewClientset()
+	first, err := ensureFloorSecret(t.Context(), kube)
+	require.NoError(t, err)
+	second, err := ensureFloorSecret(t.Context(), kube)
+	require.NoError(t, err)
+	assert.Equal(t, first, second, "a second install must trust the certificate the running floor serves")
+}
+
+func TestCreateOrReplaceReplacesAnExistingWebhookConfiguration(t *testing.T) {
+	kube := fake.NewClientset()
+	c := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	old, _ := floorWebhooks([]byte("old CA"))
+	require.NoError(t, createOrReplace(t.Context(), "ValidatingWebhookConfiguration", old, c))
+	current, _ := floorWebhooks([]byte("new CA"))
+	require.NoError(t, createOrReplace(t.Context(), "ValidatingWebhookConfiguration", current, c))
+	got, err := c.Get(t.Context(), floorWebhookConfig, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []byte("new CA"), got.Webhooks[0].ClientConfig.CABundle)
+}
