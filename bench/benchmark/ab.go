@@ -48,9 +48,9 @@ func RunAB(ctx context.Context, pair *testbed.Pair, cfg Config, name string, rev
 
 // MeasureAB runs the ladders against both sides of pair, rate by rate. At
 // each rate every webhook ladder (direct validate and mutate, then the
-// dry-run create through the API server) runs on both sides interleaved
-// A B B A (load.RunABStep), so the machine's drift over the run falls on both
-// sides alike. The control and floor dry-run ladders do not depend on the
+// dry-run create through the API server) runs on both sides interleaved,
+// A B B A and B A A B by turns (load.RunABStep), so the machine's drift over
+// the run falls on both sides alike. The control and floor dry-run ladders do not depend on the
 // operator: they run once per rate and go into both sides' steps, marked
 // Shared. The direct control ladder, whose only use is to relate a run to a
 // stored baseline's machine, is not run. A mode's ladders stop after the rate
@@ -58,6 +58,7 @@ func RunAB(ctx context.Context, pair *testbed.Pair, cfg Config, name string, rev
 func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []result.Step, err error) {
 	progress := load.Progress{W: cfg.Progress, Start: time.Now()}
 	opts := load.StepOptions{Warmup: cfg.Warmup, Duration: cfg.Duration, Windows: cfg.Windows}
+	steps := 0 // A/B steps so far: their order alternates
 	probe := func(tb *testbed.Testbed) load.Probe {
 		return load.Probe{Source: "operator", Client: tb.OperatorMetricsClient,
 			URL: tb.OperatorMetricsURL, Metric: OperatorHistogram, GroupBy: []string{"webhook"}}
@@ -74,7 +75,7 @@ func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []resu
 		}
 		// The first two are the validate and mutate ladders; the third, the direct control, is
 		// not run (see above).
-		sa, sb, err := climbAB(ctx, cfg, cfg.DirectRates, da[:2], db[:2], nil, opts, progress)
+		sa, sb, err := climbAB(ctx, cfg, cfg.DirectRates, da[:2], db[:2], nil, opts, progress, &steps)
 		a, b = append(a, sa...), append(b, sb...)
 		if err != nil {
 			return a, b, err
@@ -92,7 +93,7 @@ func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []resu
 		}
 		// [0] is the webhook ladder of each side; the control and the floor (when the testbed
 		// has one) are side A's, the same requests either way.
-		sa, sb, err := climbAB(ctx, cfg, cfg.APIServerRates, wa[:1], wb[:1], wa[1:], opts, progress)
+		sa, sb, err := climbAB(ctx, cfg, cfg.APIServerRates, wa[:1], wb[:1], wa[1:], opts, progress, &steps)
 		a, b = append(a, sa...), append(b, sb...)
 		if err != nil {
 			return a, b, err
@@ -101,21 +102,23 @@ func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []resu
 	return a, b, nil
 }
 
-// climbAB runs, at each rate in turn, every pair of side workloads A B B A
-// and then every shared workload once, and stops after the rate at which a
-// side saturated.
+// climbAB runs, at each rate in turn, every pair of side workloads
+// interleaved (the order alternating with *steps, the count of A/B steps so
+// far) and then every shared workload once, and stops after the rate at
+// which a side saturated.
 func climbAB(ctx context.Context, cfg Config, rates []float64, sideA, sideB, shared []load.Workload, opts load.StepOptions,
-	progress load.Progress) (a, b []result.Step, err error) {
+	progress load.Progress, steps *int) (a, b []result.Step, err error) {
 	if len(sideA) != len(sideB) {
 		return nil, nil, fmt.Errorf("A/B ladders: side A has %d, side B %d", len(sideA), len(sideB))
 	}
 	for _, rate := range rates {
 		saturated := false
 		for i := range sideA {
-			sa, sb, err := load.RunABStep(ctx, sideA[i], sideB[i], rate, opts, progress)
+			sa, sb, err := load.RunABStep(ctx, sideA[i], sideB[i], rate, opts, *steps, progress)
 			if err != nil {
 				return a, b, err
 			}
+			*steps++
 			a, b = append(a, sa), append(b, sb)
 			saturated = cfg.saturated(sa, progress) || cfg.saturated(sb, progress) || saturated
 		}

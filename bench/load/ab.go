@@ -9,20 +9,22 @@ import (
 	"github.com/gauntlet-dev/gauntlet/bench/result"
 )
 
-// ABOrder is the order RunABStep measures the halves of the two sides in:
-// A B B A. A drift of the machine's speed over the four halves (other work
-// starting, a CPU warming up) then falls on both sides alike, and each half
-// of A runs right beside a half of B.
-var ABOrder = [4]int{0, 1, 1, 0}
+// ABOrders are the orders RunABStep measures the halves of the two sides in:
+// A B B A, or B A A B. A linear drift of the machine's speed over the four
+// halves (other work starting, a CPU warming up) then falls on both sides
+// alike, and each half of one side runs right beside a half of the other.
+// Alternating the two orders from step to step gives neither side the first
+// half after a change of rate or ladder more often than the other.
+var ABOrders = [2][4]int{{0, 1, 1, 0}, {1, 0, 0, 1}}
 
 // RunABStep measures the same kind of request on side A (a) and side B (b)
-// at rate, interleaved in ABOrder: each side's measured attack is cut in two
+// at rate, interleaved in ABOrders[order%2]: each side's measured attack is cut in two
 // halves of opts.Duration/2 with opts.Windows/2 windows each (at least one),
 // every half after its own warm-up of opts.Warmup. Each side's step merges
 // its halves; A's windows and B's windows line up in time — A's first half
 // beside B's first, A's second beside B's second — which is what
 // result.CompareAB pairs.
-func RunABStep(ctx context.Context, a, b Workload, rate float64, opts StepOptions, progress Progress) (sa, sb result.Step, err error) {
+func RunABStep(ctx context.Context, a, b Workload, rate float64, opts StepOptions, order int, progress Progress) (sa, sb result.Step, err error) {
 	half := opts
 	half.Duration = opts.Duration / 2
 	half.Windows = max(1, opts.Windows/2)
@@ -36,8 +38,9 @@ func RunABStep(ctx context.Context, a, b Workload, rate float64, opts StepOption
 		}
 		s.merged = &vegeta.Metrics{}
 	}
-	progress.Printf("%s @ %g req/s: A B B A, each half %s after a %s warm-up …", a.Spec.Name, rate, half.Duration, half.Warmup)
-	for _, i := range ABOrder {
+	halves := ABOrders[order%2]
+	progress.Printf("%s @ %g req/s: %s, each half %s after a %s warm-up …", a.Spec.Name, rate, orderText(halves), half.Duration, half.Warmup)
+	for _, i := range halves {
 		s := sides[i]
 		p, err := measurePart(ctx, s.w, s.spec, half, s.merged)
 		if err != nil {
@@ -50,6 +53,18 @@ func RunABStep(ctx context.Context, a, b Workload, rate float64, opts StepOption
 		progress.Printf("%s", stepLine(s.step, s.label))
 	}
 	return sides[0].step, sides[1].step, nil
+}
+
+// orderText is "A B B A" for halves {0, 1, 1, 0}.
+func orderText(halves [4]int) string {
+	out := ""
+	for i, side := range halves {
+		if i > 0 {
+			out += " "
+		}
+		out += string(rune('A' + side))
+	}
+	return out
 }
 
 // abSide is one side of an A/B step while it is measured.

@@ -284,7 +284,7 @@ func writeComparison(b *bytes.Buffer, c result.Comparison) {
 		b.WriteString("- ⚠️ The runs come from different machines: the ratios are compared, but a slower machine alone can exceed them.\n")
 	}
 	if c.AB {
-		b.WriteString("\nBoth sides served at the same time in one cluster and every step ran A B B A, in halves. Each p99 is the median " +
+		b.WriteString("\nBoth sides served at the same time in one cluster and every step ran A B B A or B A A B by turns, in halves. Each p99 is the median " +
 			"of the step's per-window p99s; window i of A ran beside window i of B, and a sign test over those pairs decides whether a growth is significant. " +
 			"Steps measured once for both sides (controls, floor) are not judged; steps beyond the machine's capacity are reported, not judged.\n")
 	} else {

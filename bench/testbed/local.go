@@ -233,7 +233,7 @@ func buildOperator(ctx context.Context, s localSide) (string, error) {
 	dir := filepath.Join(workspace.BinDir(), "dynamo-operator-"+OperatorVersion+"-"+s.side)
 	built, err := workspace.Build(ctx, dir, workspace.BuildOptions{OperatorVersion: OperatorVersion, Root: s.root}, workspace.OperatorPackage)
 	if err != nil {
-		return "", fmt.Errorf("the operator of side %s does not build%s: %w", strings.ToUpper(s.side), s.describe(), err)
+		return "", fmt.Errorf("the operator of side %s (%s) does not build: %w", strings.ToUpper(s.side), s.name, err)
 	}
 	return built[workspace.OperatorPackage], nil
 }

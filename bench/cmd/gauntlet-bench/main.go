@@ -418,7 +418,7 @@ func abCommand(ctx context.Context, args []string) error {
 	nameA := fmt.Sprintf("BASE_REF=%s (%s)", base.Ref, shortRev(base.Revision))
 	nameB := "the working tree (" + shortRev(revB) + ")"
 	fmt.Fprintf(os.Stderr, "gauntlet-bench: A/B run %s — side A: %s, side B: %s; %d direct and %d API-server rates, "+
-		"A B B A in halves of %s after a %s warm-up each; attacks take ≈ %s\n",
+		"A B B A or B A A B in halves of %s after a %s warm-up each; attacks take ≈ %s\n",
 		*run, nameA, nameB, len(cfg.DirectRates), len(cfg.APIServerRates), cfg.Duration/2, cfg.Warmup, cfg.EstimateAB().Round(time.Second))
 	if strings.HasSuffix(revB, "-dirty") {
 		fmt.Fprintf(os.Stderr, "• the working tree has uncommitted changes: they are measured on side B\n")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -57,4 +58,23 @@ func TestCompareCommandFailsOnRegressionOnly(t *testing.T) {
 	var ue usageError
 	require.ErrorAs(t, compareCommand([]string{"--base", base}), &ue)
 	assert.ErrorAs(t, compareCommand([]string{"--base", base, "--current", slow, "--match", "("}), &ue)
+}
+
+func TestABCommandRejectsBadInputBeforeBuildingAnything(t *testing.T) {
+	ctx := context.Background()
+	var ue usageError
+	require.ErrorAs(t, abCommand(ctx, nil), &ue)
+	assert.EqualError(t, abCommand(ctx, nil), "--base-ref is required: the git reference side A is built from (make bench-compare BASE_REF=main)")
+	assert.ErrorAs(t, abCommand(ctx, []string{"--base-ref", "HEAD", "--windows", "0"}), &ue)
+	assert.ErrorAs(t, abCommand(ctx, []string{"--base-ref", "HEAD", "--set-b", "webhook.latencyInjection"}), &ue)
+
+	err := abCommand(ctx, []string{"--base-ref", "no-such-ref-9f3c", "--out", t.TempDir()})
+	require.Error(t, err)
+	assert.Regexp(t, `^BASE_REF=no-such-ref-9f3c names no commit of the repository at .+: give a branch, tag or commit \(`+"`git log --oneline`"+` lists them\)$`, err.Error())
+}
+
+func TestShortRev(t *testing.T) {
+	assert.Equal(t, "95148e2f4878", shortRev("95148e2f4878b0c1d2e3f4a5b6c7d8e9f0a1b2c3"))
+	assert.Equal(t, "95148e2f4878-dirty", shortRev("95148e2f4878b0c1d2e3f4a5b6c7d8e9f0a1b2c3-dirty"))
+	assert.Equal(t, "abc", shortRev("abc"))
 }
