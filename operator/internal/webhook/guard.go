@@ -15,7 +15,9 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 // DefaultBodyReadTimeout bounds how long the webhook server waits for a request's body once its
@@ -167,13 +169,23 @@ func (c conversionReviews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // without apiVersion and kind goes on, as before. A review whose operation is not one the API
 // server sends (CREATE, UPDATE, DELETE, CONNECT) is refused too. The body is read up to MaxRequestBytes —
 // controller-runtime's own limit, answered with the same 413 — and handed on from memory.
+//
+// A review the API server sends is decoded once: when next is controller-runtime's
+// admission.Webhook, AdmissionReviews hands it the decoded request (see serveDecoded).
 func AdmissionReviews(log logr.Logger, next http.Handler) http.Handler {
-	return admissionReviews{log: log, next: next}
+	a := admissionReviews{log: log, next: next}
+	if wh, ok := next.(*admission.Webhook); ok {
+		a.webhook, a.webhookLog = wh, ctrllog.Log.WithName("admission")
+	}
+	return a
 }
 
 type admissionReviews struct {
 	log  logr.Logger
 	next http.Handler
+	// webhook is next when it is an admission.Webhook, with the logger it logs on.
+	webhook    *admission.Webhook
+	webhookLog logr.Logger
 }
 
 // admissionOperations are the operations an AdmissionReview may ask about.
@@ -187,7 +199,7 @@ func (a admissionReviews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.next.ServeHTTP(w, r)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	body, err := readBody(r, MaxRequestBytes+1)
 	switch {
 	case err != nil:
 		a.rejectInReview(w, r, http.StatusBadRequest, "reading the request body: "+err.Error())
@@ -199,6 +211,12 @@ func (a admissionReviews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		a.rejectInReview(w, r, http.StatusBadRequest, "request body is empty")
 		return
+	}
+	if a.webhook != nil && r.Header.Get("Content-Type") == "application/json" {
+		if review, gvk, ok := decodeReview(body); ok {
+			a.serveDecoded(w, r, review, gvk)
+			return
+		}
 	}
 	var envelope struct {
 		APIVersion string `json:"apiVersion"`
@@ -227,6 +245,17 @@ func (a admissionReviews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	a.next.ServeHTTP(w, r)
+}
+
+// readBody reads at most limit bytes of r's body into a buffer sized for its declared
+// Content-Length, so that a body of the size it announced is read without growing the buffer.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n < limit {
+		buf.Grow(int(n) + bytes.MinRead) // ReadFrom wants MinRead bytes free to read the end of the body
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, limit))
+	return buf.Bytes(), err
 }
 
 // rejectInReview answers a request on an admission path the way controller-runtime answers

@@ -93,7 +93,8 @@ func (o observer) observe(ctx context.Context, msg string, op admissionv1.Operat
 
 	kv := []any{"kind", o.kind, "name", obj.GetName(), "namespace", namespaceOf(ctx, obj), "result", result, "duration", elapsed}
 	if req, rerr := admission.RequestFromContext(ctx); rerr == nil {
-		kv = append(kv, "requestID", req.UID)
+		// As a string, which zap writes as it is; a types.UID it would encode by reflection.
+		kv = append(kv, "requestID", string(req.UID))
 	}
 	switch result {
 	case metrics.ResultSkipped:

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/logging"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/webhook/defaulting"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/webhook/validation"
 )
@@ -138,7 +141,7 @@ func registerValidator[T client.Object](mgr ctrl.Manager, cfg Config, log logr.L
 	}
 	wrapped := ObservedValidator(webhookName("validate", gvk.Kind), gvk.Kind, log,
 		LatencyInjectedValidator(cfg.LatencyInjection, LeaseAwareValidator(cfg.Exclusions, log, v)))
-	if err := ctrl.NewWebhookManagedBy(mgr, obj).WithValidator(wrapped).Complete(); err != nil {
+	if err := ctrl.NewWebhookManagedBy(mgr, obj).WithValidator(wrapped).WithLogConstructor(requestLogger(gvk)).Complete(); err != nil {
 		return fmt.Errorf("registering the validating webhook for %s: %w", gvk.Kind, err)
 	}
 	return nil
@@ -152,10 +155,26 @@ func registerDefaulter[T client.Object](mgr ctrl.Manager, cfg Config, log logr.L
 	}
 	wrapped := ObservedDefaulter(webhookName("mutate", gvk.Kind), gvk.Kind, log,
 		LatencyInjectedDefaulter(cfg.LatencyInjection, LeaseAwareDefaulter(cfg.Exclusions, log, d)))
-	if err := ctrl.NewWebhookManagedBy(mgr, obj).WithDefaulter(wrapped).Complete(); err != nil {
+	if err := ctrl.NewWebhookManagedBy(mgr, obj).WithDefaulter(wrapped).WithLogConstructor(requestLogger(gvk)).Complete(); err != nil {
 		return fmt.Errorf("registering the mutating webhook for %s: %w", gvk.Kind, err)
 	}
 	return nil
+}
+
+// requestLogger is the LogConstructor of the admission webhooks: the logger controller-runtime
+// builds for every request, with the values its builder gives it, deferred (logging.DeferValues)
+// until something is written to it, at V(5) or on a failure, which is rare. Built eagerly, as the
+// builder's default does, it cost more per request than the rules themselves.
+func requestLogger(gvk schema.GroupVersionKind) func(logr.Logger, *admission.Request) logr.Logger {
+	return func(base logr.Logger, req *admission.Request) logr.Logger {
+		log := logging.DeferValues(base)
+		if req == nil {
+			return log.WithValues("webhookGroup", gvk.Group, "webhookKind", gvk.Kind)
+		}
+		return log.WithValues("webhookGroup", gvk.Group, "webhookKind", gvk.Kind,
+			gvk.Kind, klog.KRef(req.Namespace, req.Name), "namespace", req.Namespace, "name", req.Name,
+			"resource", req.Resource, "user", req.UserInfo.Username, "requestID", req.UID)
+	}
 }
 
 // webhookName is the "webhook" label of the webhook metrics, e.g. validate-dynamomodel.
