@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
@@ -28,7 +29,7 @@ func RunABStep(ctx context.Context, a, b Workload, rate float64, opts StepOption
 	half := opts
 	half.Duration = opts.Duration / 2
 	half.Windows = max(1, opts.Windows/2)
-	sides := [2]*abSide{{w: a, label: " [A]"}, {w: b, label: " [B]"}}
+	sides := [2]*abSide{{w: a, name: sideNames[0]}, {w: b, name: sideNames[1]}}
 	for i, s := range sides {
 		if s.spec, err = stepSpec(s.w, rate, half); err != nil {
 			return result.Step{}, result.Step{}, err
@@ -44,33 +45,33 @@ func RunABStep(ctx context.Context, a, b Workload, rate float64, opts StepOption
 		s := sides[i]
 		p, err := measurePart(ctx, s.w, s.spec, half, s.merged)
 		if err != nil {
-			return result.Step{}, result.Step{}, fmt.Errorf("side %s: %w", s.label[2:3], err)
+			return result.Step{}, result.Step{}, fmt.Errorf("side %s: %w", s.name, err)
 		}
 		s.parts = append(s.parts, p)
 	}
 	for _, s := range sides {
 		s.step = s.merge()
-		progress.Printf("%s", stepLine(s.step, s.label))
+		progress.Printf("%s", stepLine(s.step, " ["+s.name+"]"))
 	}
 	return sides[0].step, sides[1].step, nil
 }
 
 // orderText is "A B B A" for halves {0, 1, 1, 0}.
 func orderText(halves [4]int) string {
-	out := ""
+	names := make([]string, len(halves))
 	for i, side := range halves {
-		if i > 0 {
-			out += " "
-		}
-		out += string(rune('A' + side))
+		names[i] = sideNames[side]
 	}
-	return out
+	return strings.Join(names, " ")
 }
+
+// sideNames are the sides' names by index.
+var sideNames = [2]string{"A", "B"}
 
 // abSide is one side of an A/B step while it is measured.
 type abSide struct {
 	w      Workload
-	label  string
+	name   string
 	spec   result.StepSpec
 	merged *vegeta.Metrics
 	parts  []part

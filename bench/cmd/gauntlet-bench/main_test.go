@@ -64,9 +64,9 @@ func TestABCommandRejectsBadInputBeforeBuildingAnything(t *testing.T) {
 	ctx := context.Background()
 	var ue usageError
 	require.ErrorAs(t, abCommand(ctx, nil), &ue)
-	assert.EqualError(t, abCommand(ctx, nil), "--base-ref is required: the git reference side A is built from (make bench-compare BASE_REF=main)")
-	assert.ErrorAs(t, abCommand(ctx, []string{"--base-ref", "HEAD", "--windows", "0"}), &ue)
-	assert.ErrorAs(t, abCommand(ctx, []string{"--base-ref", "HEAD", "--set-b", "webhook.latencyInjection"}), &ue)
+	require.EqualError(t, abCommand(ctx, nil), "--base-ref is required: the git reference side A is built from (make bench-compare BASE_REF=main)")
+	require.ErrorAs(t, abCommand(ctx, []string{"--base-ref", "HEAD", "--windows", "0"}), &ue)
+	require.ErrorAs(t, abCommand(ctx, []string{"--base-ref", "HEAD", "--set-b", "webhook.latencyInjection"}), &ue)
 
 	err := abCommand(ctx, []string{"--base-ref", "no-such-ref-9f3c", "--out", t.TempDir()})
 	require.Error(t, err)

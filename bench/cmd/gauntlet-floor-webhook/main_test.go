@@ -142,7 +142,7 @@ func TestServeSpeaksHTTP1OverTLSAndStopsWhenCancelled(t *testing.T) {
 	cancel()
 	select {
 	case err := <-done:
-		assert.NoError(t, err)
+		require.NoError(t, err)
 	case <-time.After(shutdownTimeout + 5*time.Second):
 		t.Fatal("serve did not return after its context was cancelled")
 	}
