@@ -33,7 +33,10 @@ func DefaultABTolerances() Tolerances {
 // decides instead.
 //
 // A step regresses as in Compare (ratio, floor and significance; or the
-// success ratio). Steps measured once for both sides (Step.Shared: the
+// success ratio), and only when the growth beyond ratio and floor also shows
+// in each half of the step on its own (Shift.Halves): a side that is slower
+// is slower in both halves, while a stall of the machine — a neighbour's
+// burst — lands in one. Steps measured once for both sides (Step.Shared: the
 // controls, the floor) pass without a verdict on latency. A step at a rate
 // where either side's p50 exceeded saturationP50Ms (0: never) is Saturated:
 // reported, not judged.
@@ -111,6 +114,9 @@ func pairedShift(a, b []float64, alpha float64) *Shift {
 			}
 		}
 		return sh
+	}
+	if n := len(a); n >= 2 && n%2 == 0 {
+		sh.Halves = [][2]float64{{median(a[:n/2]), median(b[:n/2])}, {median(a[n/2:]), median(b[n/2:])}}
 	}
 	var slower, faster int
 	for i := range a {

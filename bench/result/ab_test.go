@@ -2,6 +2,7 @@ package result
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -99,4 +100,20 @@ func TestCompareABMissingStepFails(t *testing.T) {
 	assert.Equal(t, Missing, c.Steps[0].Verdict)
 	assert.True(t, c.Failed())
 	assert.Equal(t, "side A measured it (p99 2.00 ms), side B did not", c.Steps[0].Reason)
+}
+
+func TestCompareABPassesAStallOfTheMachineInOneHalf(t *testing.T) {
+	// A/A run 1 under a concurrent e2e matrix (direct/mutate-dgd @ 1000 req/s): side B's second half
+	// ran while the machine stalled for seconds; its first half matched side A.
+	a := []float64{0.44, 0.4, 0.45, 0.51, 0.52, 0.6, 0.48, 0.51, 0.48, 0.46}
+	b := []float64{0.44, 0.44, 0.47, 0.4, 0.39, 562.84, 2948.24, 3076.19, 4715.0, 3355.08}
+	p99a := []float64{2, 2, 2, 2, 2, 2, 2, 2, 2, 2}
+	p99b := []float64{2.5, 2.5, 2.5, 2.5, 2.5, 900, 3000, 3100, 4800, 3400}
+	sc := compareABOne(t, windowedStep("direct/mutate-dgd", 1000, a, p99a), windowedStep("direct/mutate-dgd", 1000, b, p99b))
+	assert.Equal(t, Pass, sc.Verdict, sc.Reason)
+	assert.Contains(t, sc.Reason, "is above +50% but not in both halves of the step (first half 2.00 ms → 2.50 ms, second half 2.00 ms → 3100.00 ms): a stall of the machine, not a slower side")
+
+	// The same stall in both halves is a slower side.
+	sc = compareABOne(t, windowedStep("direct/mutate-dgd", 1000, a, p99a), windowedStep("direct/mutate-dgd", 1000, b, append(slices.Clone(p99b[5:]), p99b[5:]...)))
+	assert.Equal(t, Regressed, sc.Verdict, sc.Reason)
 }

@@ -142,6 +142,11 @@ type Shift struct {
 	// this many pairs of windows measured side by side (CompareAB), not from
 	// the U test.
 	Pairs int `json:"pairs,omitempty"`
+	// Halves, on a step of an A/B run, are each side's median window value in
+	// each half of the step: Halves[h] = {A, B}. A growth counts only when it
+	// shows in every half (see grew): a slower side is slower all along, a
+	// stall of the machine hits one half.
+	Halves [][2]float64 `json:"halves,omitempty"`
 }
 
 // Tested reports whether the rank test was applied.
@@ -300,9 +305,22 @@ func minOneSidedP(n1, n2 int) float64 {
 	return p
 }
 
-// grew reports whether sh rose beyond ratio and floor, significantly.
+// grew reports whether sh rose beyond ratio and floor, significantly, and in
+// every half it has.
 func (sh Shift) grew(ratio, floorMs, alpha float64) bool {
-	return sh.CurrentMs > sh.BaseMs*(1+ratio) && sh.DeltaMs > floorMs && (!sh.Tested() || sh.PGreater < alpha)
+	return sh.CurrentMs > sh.BaseMs*(1+ratio) && sh.DeltaMs > floorMs && (!sh.Tested() || sh.PGreater < alpha) &&
+		sh.inEveryHalf(ratio, floorMs)
+}
+
+// inEveryHalf reports whether each of sh's halves (none: true) rose beyond
+// ratio and floor.
+func (sh Shift) inEveryHalf(ratio, floorMs float64) bool {
+	for _, h := range sh.Halves {
+		if h[1] <= h[0]*(1+ratio) || h[1]-h[0] <= floorMs {
+			return false
+		}
+	}
+	return true
 }
 
 // fell reports whether sh dropped beyond ratio and floor, significantly.
@@ -335,6 +353,15 @@ func (sh Shift) describe(label string, falling bool) string {
 		s += " [" + strings.Join(notes, "; ") + "]"
 	}
 	return s
+}
+
+// describeHalves is "first half 1.00 ms → 4.00 ms, second half 1.00 ms → 1.10 ms".
+func (sh Shift) describeHalves() string {
+	parts := make([]string, len(sh.Halves))
+	for i, h := range sh.Halves {
+		parts[i] = fmt.Sprintf("%s half %s → %s", [2]string{"first", "second"}[min(i, 1)], fmtMs(h[0]), fmtMs(h[1]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func compareStep(b, cur, baseCtl, curCtl Step, control bool, tol Tolerances) StepComparison {
@@ -379,6 +406,10 @@ func judge(b, cur Step, p99Shift, p50Shift *Shift, control bool, tol Tolerances)
 		sc.Verdict = Pass
 		sc.Reason = fmt.Sprintf("%s not judged (p99 unchecked); p50 %s → %s within +%s; %s", p99.describe("p99", false),
 			fmtMs(p50.BaseMs), fmtMs(p50.CurrentMs), fmtPercent(tol.P50Ratio), success)
+	case aboveRatio && !p99.inEveryHalf(tol.P99Ratio, tol.P99FloorMs):
+		sc.Verdict = Pass
+		sc.Reason = fmt.Sprintf("%s is above +%s but not in both halves of the step (%s): a stall of the machine, not a slower side; %s",
+			p99.describe("p99", false), fmtPercent(tol.P99Ratio), p99.describeHalves(), success)
 	case aboveRatio && p99.DeltaMs <= tol.P99FloorMs:
 		sc.Verdict = Pass
 		sc.Reason = fmt.Sprintf("%s is above +%s but within the %s noise floor; %s",

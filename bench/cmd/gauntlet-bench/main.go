@@ -90,7 +90,7 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   gauntlet-bench run [--smoke] [--provider local|envtest] [--baseline result.json] [flags]
   gauntlet-bench ab --base-ref REF [--set-a V] [--set-b V] [flags]
-  gauntlet-bench compare --base result.json --current result.json [tolerance flags]
+  gauntlet-bench compare [--ab] --base result.json --current result.json [tolerance flags]
   gauntlet-bench trend [--out DIR] DIR...
 Run "gauntlet-bench <command> -h" for the flags.
 `)
@@ -476,7 +476,16 @@ func compareCommand(args []string) error {
 	basePath := fs.String("base", "", "Baseline result.json (e.g. bench/baselines/local-2core.json).")
 	currentPath := fs.String("current", "", "Current result.json (e.g. _output/bench/latest/result.json).")
 	markdown := fs.String("markdown", "", "Also write the comparison as Markdown to this file (for a CI summary).")
-	cmpFlags := comparisonFlags(fs)
+	// --ab changes the tolerances' defaults, so it is looked for before the flags are bound.
+	abDefault := slices.Contains(args, "--ab") || slices.Contains(args, "-ab") || slices.Contains(args, "--ab=true")
+	ab := fs.Bool("ab", false, "The two results are side A (--base) and side B (--current) of one A/B run (gauntlet-bench ab's a/ and b/): "+
+		"judge them as the A/B run does (paired windows, A/B tolerances), e.g. again with other tolerances.")
+	saturation := fs.Duration("saturation-p50", benchmark.Defaults().SaturationP50, "With --ab: steps whose p50 exceeds this on either side are reported, not judged.")
+	tol := result.DefaultTolerances()
+	if abDefault {
+		tol = result.DefaultABTolerances()
+	}
+	cmpFlags := comparisonFlagsFrom(fs, tol)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -494,7 +503,11 @@ func compareCommand(args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := cmpFlags.compare(base, cur)
+	compare := cmpFlags.compare
+	if *ab {
+		compare = func(a, b result.Result) (result.Comparison, error) { return cmpFlags.compareAB(a, b, *saturation) }
+	}
+	c, err := compare(base, cur)
 	if err != nil {
 		return err
 	}
