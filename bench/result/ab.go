@@ -106,13 +106,7 @@ func pairedShift(a, b []float64, alpha float64) *Shift {
 		sh.Ratio = sh.CurrentMs / sh.BaseMs
 	}
 	if len(a) != len(b) {
-		if minOneSidedP(len(a), len(b)) < alpha {
-			greater, err1 := stats.MannWhitneyUTest(b, a, stats.LocationGreater)
-			less, err2 := stats.MannWhitneyUTest(b, a, stats.LocationLess)
-			if err1 == nil && err2 == nil {
-				sh.PGreater, sh.PLess = math.Max(greater.P, math.SmallestNonzeroFloat64), math.Max(less.P, math.SmallestNonzeroFloat64)
-			}
-		}
+		sh.PGreater, sh.PLess = uTest(a, b, alpha)
 		return sh
 	}
 	if n := len(a); n >= 2 && n%2 == 0 {

@@ -284,15 +284,24 @@ func shiftOf(b, cur, baseCtl, curCtl Step, of func(Step) []float64, alpha float6
 		cw[i] /= sh.MachineFactor
 	}
 	sh.Windows = [2]int{len(bw), len(cw)}
-	if minOneSidedP(len(bw), len(cw)) < alpha {
-		greater, err1 := stats.MannWhitneyUTest(cw, bw, stats.LocationGreater)
-		less, err2 := stats.MannWhitneyUTest(cw, bw, stats.LocationLess)
-		if err1 == nil && err2 == nil {
-			// A p-value of exactly 0 would read as "not tested".
-			sh.PGreater, sh.PLess = math.Max(greater.P, math.SmallestNonzeroFloat64), math.Max(less.P, math.SmallestNonzeroFloat64)
-		}
-	}
+	sh.PGreater, sh.PLess = uTest(bw, cw, alpha)
 	return sh
+}
+
+// uTest gives the one-sided Mann-Whitney U test p-values that cur lies above,
+// and below, base; both are 0 (not tested) when the samples are too few for
+// the test to ever reach alpha.
+func uTest(base, cur []float64, alpha float64) (pGreater, pLess float64) {
+	if minOneSidedP(len(base), len(cur)) >= alpha {
+		return 0, 0
+	}
+	greater, err1 := stats.MannWhitneyUTest(cur, base, stats.LocationGreater)
+	less, err2 := stats.MannWhitneyUTest(cur, base, stats.LocationLess)
+	if err1 != nil || err2 != nil {
+		return 0, 0
+	}
+	// A p-value of exactly 0 would read as "not tested".
+	return math.Max(greater.P, math.SmallestNonzeroFloat64), math.Max(less.P, math.SmallestNonzeroFloat64)
 }
 
 // minOneSidedP is the smallest p-value a one-sided U test of n1 against n2

@@ -160,6 +160,22 @@ func comparisonFlagsFrom(fs *flag.FlagSet, tol result.Tolerances) *comparison {
 	return c
 }
 
+// parseFlags parses args, which must hold flags only, into fs. help says the
+// user asked for the flags' usage (printed by fs): the command has nothing
+// more to do. Anything wrong is a usageError.
+func parseFlags(fs *flag.FlagSet, args []string) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return false, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return false, usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	return false, nil
+}
+
 // ladderSettings holds the flags that shape the rate ladders, shared by run and ab.
 type ladderSettings struct {
 	directRates, apiRates                 *string
@@ -230,14 +246,8 @@ func runCommand(ctx context.Context, args []string) error {
 	keep := fs.Bool("keep-cluster", false, "Leave the local cluster running afterwards.")
 	pprofRate := fs.Float64("pprof-rate", 0, "envtest only: capture an operator CPU profile during the direct validate step at this rate.")
 	apiPprofRate := fs.Float64("apiserver-pprof-rate", 0, "Capture an API server CPU profile during the webhook dry-run step at this rate.")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 
 	cfg := def
@@ -363,14 +373,8 @@ func abCommand(ctx context.Context, args []string) error {
 	cmpFlags := comparisonFlagsFrom(fs, result.DefaultABTolerances())
 	cluster := fs.String("cluster-name", "gauntlet-bench-ab", "Local cluster name.")
 	keep := fs.Bool("keep-cluster", false, "Leave the local cluster running afterwards.")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	if *baseRef == "" {
 		return usageError{errors.New("--base-ref is required: the git reference side A is built from (make bench-compare BASE_REF=main)")}
