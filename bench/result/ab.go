@@ -13,6 +13,11 @@ import (
 // latency, and does not fail.
 const Saturated Verdict = "saturated"
 
+// MinAchievedRatio is the share of the asked rate the load generator must
+// have sent on both sides for CompareAB to judge a step: below it the machine
+// could not even produce the load, and the latencies measure its queues.
+const MinAchievedRatio = 0.95
+
 // DefaultABTolerances are CompareAB's: tighter than Compare's against a stored
 // baseline, because both sides ran on the same machine at the same time.
 // p99 may grow by 50 % (beyond 0.5 ms), p50 by 25 % (beyond 0.25 ms), each
@@ -39,7 +44,8 @@ func DefaultABTolerances() Tolerances {
 // burst — lands in one. Steps measured once for both sides (Step.Shared: the
 // controls, the floor) pass without a verdict on latency. A step at a rate
 // where either side's p50 exceeded saturationP50Ms (0: never) is Saturated:
-// reported, not judged.
+// reported, not judged; so is a step whose load generator fell below
+// MinAchievedRatio of its rate on either side.
 func CompareAB(a, b Result, tol Tolerances, saturationP50Ms float64) Comparison {
 	c := Comparison{
 		AB:      true,
@@ -90,6 +96,11 @@ func compareABStep(a, b Step, tol Tolerances, saturationP50Ms float64) StepCompa
 			SuccessDelta: b.SuccessRatio - a.SuccessRatio, Verdict: Saturated,
 			Reason: fmt.Sprintf("beyond the machine's capacity: p50 %s (A), %s (B) above %s; reported, not judged",
 				fmtMs(a.P50Ms), fmtMs(b.P50Ms), fmtMs(saturationP50Ms))}
+	case a.AchievedRate < MinAchievedRatio*a.Rate || b.AchievedRate < MinAchievedRatio*b.Rate:
+		return StepComparison{Name: a.Name, Mode: a.Mode, Rate: a.Rate, Base: &a, Current: &b, P99: p99, P50: p50,
+			SuccessDelta: b.SuccessRatio - a.SuccessRatio, Verdict: Saturated,
+			Reason: fmt.Sprintf("beyond the machine's capacity: the load generator sent %.0f (A) and %.0f (B) of the %g req/s asked, "+
+				"below %.0f %%; reported, not judged", a.AchievedRate, b.AchievedRate, a.Rate, MinAchievedRatio*100)}
 	}
 	return judge(a, b, p99, p50, false, tol)
 }

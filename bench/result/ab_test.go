@@ -11,7 +11,7 @@ import (
 
 // windowedStep is a step whose windows have the given p50s and p99s.
 func windowedStep(name string, rate float64, p50s, p99s []float64) Step {
-	s := Step{StepSpec: StepSpec{Name: name, Mode: Direct, Rate: rate}, Requests: uint64(rate * 10), SuccessRatio: 1}
+	s := Step{StepSpec: StepSpec{Name: name, Mode: Direct, Rate: rate}, Requests: uint64(rate * 10), SuccessRatio: 1, AchievedRate: rate}
 	for i := range p50s {
 		s.Windows = append(s.Windows, Window{StartSeconds: float64(i), Requests: int(rate), P50Ms: p50s[i], P99Ms: p99s[i]})
 	}
@@ -91,6 +91,22 @@ func TestCompareABDoesNotJudgeSharedOrSaturatedSteps(t *testing.T) {
 	assert.Equal(t, Saturated, sc.Verdict)
 	assert.False(t, sc.Verdict.Failing())
 	assert.Equal(t, "beyond the machine's capacity: p50 900.00 ms (A), 1500.00 ms (B) above 1000.00 ms; reported, not judged", sc.Reason)
+}
+
+func TestCompareABDoesNotJudgeAStepTheLoadGeneratorCouldNotSend(t *testing.T) {
+	// A/A run 2 under a concurrent e2e matrix (direct/validate-dgd @ 2000 req/s, load 7.1): side B's
+	// two adjacent halves met the machine choking; vegeta sent 1865 of the 2000 req/s asked.
+	a := windowedStep("direct/validate-dgd", 2000, []float64{0.51, 0.44, 0.46, 0.56, 20.84, 0.69, 0.69, 0.66, 0.7, 0.75},
+		[]float64{6.6, 2.8, 3.7, 8.9, 1417.3, 9.5, 13.9, 9.0, 30.9, 19.1})
+	b := windowedStep("direct/validate-dgd", 2000, []float64{0.57, 1.63, 1.6, 0.78, 0.58, 1.47, 183.64, 2459.36, 1981.24, 1476.01},
+		[]float64{7.9, 97.9, 68.5, 26.1, 82.6, 48.0, 3003.1, 3369.8, 2675.0, 2872.6})
+	a.AchievedRate, b.AchievedRate = 1999, 1865
+	sc := compareABOne(t, a, b)
+	assert.Equal(t, Saturated, sc.Verdict)
+	assert.Equal(t, "beyond the machine's capacity: the load generator sent 1999 (A) and 1865 (B) of the 2000 req/s asked, below 95 %; reported, not judged", sc.Reason)
+
+	b.AchievedRate = 1990
+	assert.Equal(t, Regressed, compareABOne(t, a, b).Verdict, "sent at its rate, the same windows are a slower side B")
 }
 
 func TestCompareABMissingStepFails(t *testing.T) {
