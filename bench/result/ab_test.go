@@ -127,7 +127,7 @@ func TestCompareABPassesAStallOfTheMachineInOneHalf(t *testing.T) {
 	p99b := []float64{2.5, 2.5, 2.5, 2.5, 2.5, 900, 3000, 3100, 4800, 3400}
 	sc := compareABOne(t, windowedStep("direct/mutate-dgd", 1000, a, p99a), windowedStep("direct/mutate-dgd", 1000, b, p99b))
 	assert.Equal(t, Pass, sc.Verdict, sc.Reason)
-	assert.Contains(t, sc.Reason, "is above +50% but not in both halves of the step (first half 2.00 ms → 2.50 ms, second half 2.00 ms → 3100.00 ms): a stall of the machine, not a slower side")
+	assert.Contains(t, sc.Reason, "is above +100% but not in both halves of the step (first half 2.00 ms → 2.50 ms, second half 2.00 ms → 3100.00 ms): a stall of the machine, not a slower side")
 
 	// The same stall in both halves is a slower side.
 	sc = compareABOne(t, windowedStep("direct/mutate-dgd", 1000, a, p99a), windowedStep("direct/mutate-dgd", 1000, b, append(slices.Clone(p99b[5:]), p99b[5:]...)))
