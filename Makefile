@@ -189,7 +189,7 @@ BENCH_COMPARE_FLAGS ?=
 BASE_REF            ?= $(shell git merge-base main HEAD 2>/dev/null || echo HEAD)
 
 .PHONY: bench
-bench: control-plane ## Webhook latency benchmark on the local provider (≈ 5–6 min): _output/bench/<run>/{result.json,report.md,*.svg}.
+bench: control-plane ## Webhook latency benchmark on the local provider (≈ 7 min): _output/bench/<run>/{result.json,report.md,*.svg}.
 	@go run ./bench/cmd/gauntlet-bench run $(BENCH_FLAGS)
 
 RESULTS ?= $(OUTPUT)/bench
