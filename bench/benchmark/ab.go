@@ -50,9 +50,9 @@ func RunAB(ctx context.Context, pair *testbed.Pair, cfg Config, name string, rev
 // each rate every webhook ladder (direct validate and mutate, then the
 // dry-run create through the API server) runs on both sides interleaved,
 // A B B A and B A A B by turns (load.RunABStep), so the machine's drift over
-// the run falls on both sides alike. The control and floor dry-run ladders do not depend on the
-// operator: they run once per rate and go into both sides' steps, marked
-// Shared. The direct control ladder, whose only use is to relate a run to a
+// the run falls on both sides alike. The control and floor dry-run ladders
+// do not depend on the operator: they run once per rate and go into both
+// sides' steps, marked Shared. The direct control ladder, whose only use is to relate a run to a
 // stored baseline's machine, is not run. A mode's ladders stop after the rate
 // at which either side saturated (Config.SaturationP50).
 func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []result.Step, err error) {
@@ -143,12 +143,12 @@ func climbAB(ctx context.Context, cfg Config, rates []float64, sideA, sideB, sha
 // tooBusy is the error of an A/B run whose lowest rate already saturated:
 // nothing could be judged.
 func tooBusy(rate float64, ladder string) error {
-	load := ""
+	loadAverage := ""
 	if l, ok := result.ReadLoadAverage(); ok {
-		load = fmt.Sprintf(" (load average %.1f)", l)
+		loadAverage = fmt.Sprintf(" (load average %.1f)", l)
 	}
 	return fmt.Errorf("the machine is too busy to measure: %s saturated at its lowest rate, %g req/s, so no step could be judged; "+
-		"stop other work on the machine%s or start lower (--direct-rates, --apiserver-rates)", ladder, rate, load)
+		"stop other work on the machine%s or start lower (--direct-rates, --apiserver-rates)", ladder, rate, loadAverage)
 }
 
 // EstimateAB is how long the attacks of an A/B run of c take (setup
