@@ -197,12 +197,26 @@ func handshake(ctx context.Context, c *suite.Cluster, pod *corev1.Pod, port int3
 }
 
 // expectLogOrder checks the operator container's log of pod: the entries whose message is one
-// of want are exactly want — each once, in that order.
+// of want appear each exactly once, in want's order.
 func expectLogOrder(ctx context.Context, t *testing.T, c *suite.Cluster, pod corev1.Pod, want ...string) {
+	t.Helper()
+	groups := make([][]string, len(want))
+	for i, m := range want {
+		groups[i] = []string{m}
+	}
+	expectLogSequence(ctx, t, c, pod, groups...)
+}
+
+// expectLogSequence checks the operator container's log of pod: the entries whose message is
+// one of groups' appear each exactly once, every message of a group before every message of the
+// next group. Messages in one group are logged by goroutines that race, so their order among
+// themselves is not checked.
+func expectLogSequence(ctx context.Context, t *testing.T, c *suite.Cluster, pod corev1.Pod, groups ...[]string) {
 	t.Helper()
 	stream, err := c.Kube().CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "operator"}).Stream(ctx)
 	expect.NoError(t, err, "reading the log of pod %s/%s", pod.Namespace, pod.Name)
 	defer func() { _ = stream.Close() }() // read only
+	want := slices.Concat(groups...)
 	var seen []string
 	sc := bufio.NewScanner(stream)
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
@@ -214,9 +228,44 @@ func expectLogOrder(ctx context.Context, t *testing.T, c *suite.Cluster, pod cor
 			seen = append(seen, line.Msg)
 		}
 	}
-	if !slices.Equal(seen, want) {
-		expect.Errorf(t, "expected pod %s/%s to log, each once and in this order, %s; it logged %s", pod.Namespace, pod.Name, quoted(want), quoted(seen))
+	if !inSequence(seen, groups) {
+		expect.Errorf(t, "expected pod %s/%s to log, each once and in this order, %s; it logged %s", pod.Namespace, pod.Name, describeSequence(groups), quoted(seen))
 	}
+}
+
+// inSequence reports whether seen holds every message of groups exactly once, each group's
+// messages (in any order among themselves) before the next group's.
+func inSequence(seen []string, groups [][]string) bool {
+	i := 0
+	for _, g := range groups {
+		if i+len(g) > len(seen) {
+			return false
+		}
+		part := slices.Clone(seen[i : i+len(g)])
+		want := slices.Clone(g)
+		slices.Sort(part)
+		slices.Sort(want)
+		if !slices.Equal(part, want) {
+			return false
+		}
+		i += len(g)
+	}
+	return i == len(seen)
+}
+
+// describeSequence is "a", then "b" and "c" in either order, then "d".
+func describeSequence(groups [][]string) string {
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = quoted(g)
+		if len(g) > 1 {
+			parts[i] += " in either order"
+		}
+		if i > 0 {
+			parts[i] = "then " + parts[i]
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // quoted lists messages as "a", "b", "c" (or "nothing").
