@@ -194,18 +194,12 @@ func (o operatorUnderTest) handler() http.Handler { return o.srv.WebhookMux() }
 // a manager that never starts.
 func operatorServer(b *testing.B, cert *tls.Certificate) operatorUnderTest {
 	b.Helper()
-	port := freePort(b)
-	srv := webhook.NewServer(ctrlwebhook.Options{
-		Host: "127.0.0.1", Port: port,
-		TLSOpts: []func(*tls.Config){serverTLS, func(c *tls.Config) {
-			c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert, nil }
-		}},
-	}, webhook.DefaultDrainTimeout, ctrl.Log.WithName("webhook-server"))
+	o := newWebhookServer(b, cert)
 	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		WebhookServer:          srv,
+		WebhookServer:          o.srv,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -213,6 +207,20 @@ func operatorServer(b *testing.B, cert *tls.Certificate) operatorUnderTest {
 	if err := webhook.Register(mgr, webhook.Config{Exclusions: noExclusions{}, OperatorVersion: "v0.9.0-bench"}); err != nil {
 		b.Fatal(err)
 	}
+	return o
+}
+
+// newWebhookServer is webhook.NewServer as main configures it (serverTLS), serving cert on a
+// free loopback port, with nothing registered yet.
+func newWebhookServer(b *testing.B, cert *tls.Certificate) operatorUnderTest {
+	b.Helper()
+	port := freePort(b)
+	srv := webhook.NewServer(ctrlwebhook.Options{
+		Host: "127.0.0.1", Port: port,
+		TLSOpts: []func(*tls.Config){serverTLS, func(c *tls.Config) {
+			c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert, nil }
+		}},
+	}, webhook.DefaultDrainTimeout, ctrl.Log.WithName("webhook-server"))
 	return operatorUnderTest{srv: srv, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 }
 
@@ -227,16 +235,10 @@ func startOperator(b *testing.B, cert *tls.Certificate) string {
 // the operator's decorators), to tell the server's cost from the handlers'.
 func startFloorOnOperatorServer(b *testing.B, cert *tls.Certificate) string {
 	b.Helper()
-	port := freePort(b)
-	srv := webhook.NewServer(ctrlwebhook.Options{
-		Host: "127.0.0.1", Port: port,
-		TLSOpts: []func(*tls.Config){serverTLS, func(c *tls.Config) {
-			c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert, nil }
-		}},
-	}, webhook.DefaultDrainTimeout, ctrl.Log.WithName("webhook-server"))
-	srv.Register(mutatePath, http.HandlerFunc(floorAdmit))
-	srv.Register(validatePath, http.HandlerFunc(floorAdmit))
-	return serve(b, operatorUnderTest{srv: srv, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))})
+	o := newWebhookServer(b, cert)
+	o.srv.Register(mutatePath, http.HandlerFunc(floorAdmit))
+	o.srv.Register(validatePath, http.HandlerFunc(floorAdmit))
+	return serve(b, o)
 }
 
 // serve runs o's server until the benchmark ends and returns its address once it serves.
