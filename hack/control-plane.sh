@@ -30,8 +30,11 @@ build() { # build <name> <module dir> <package> <ldflags>
     return
   fi
   step "$name" "building $pkg (cold builds take minutes on 2 cores)…"
-  (cd "$dir" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$BIN_DIR/.$name.tmp" "$pkg")
-  mv "$BIN_DIR/.$name.tmp" "$BIN_DIR/$name"
+  # A temporary name of this process's own: two builds at once (make kind-node-image beside
+  # make e2e) each rename a whole binary into place, and the last one wins.
+  local tmp="$BIN_DIR/.$name.$$.tmp"
+  (cd "$dir" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg")
+  mv "$tmp" "$BIN_DIR/$name"
   step "$name" "✓ built in $((SECONDS - t0))s"
 }
 

@@ -136,8 +136,8 @@ gobuild() { # gobuild <name> <module dir> <package> <ldflags>
   fi
   info "$name: building $pkg …"
   (cd "$dir" && logged "go-build-$name" env GOWORK=off CGO_ENABLED=0 \
-    go build -trimpath -ldflags "$ldflags" -o "$BIN_DIR/.$name.tmp" "$pkg")
-  mv "$BIN_DIR/.$name.tmp" "$BIN_DIR/$name"
+    go build -trimpath -ldflags "$ldflags" -o "$BIN_DIR/.$name.$$.tmp" "$pkg")
+  mv "$BIN_DIR/.$name.$$.tmp" "$BIN_DIR/$name"
   info "$name: built in $((SECONDS - t0))s"
 }
 for cmd in kubelet kubeadm kube-proxy; do
@@ -168,8 +168,8 @@ rootfs() { # rootfs <name>: prints the cached tarball built from packages-<name>
   fi
   ((EUID == 0)) || die "building the rootfs needs root (mmdebstrap --mode=root)"
   info "rootfs $1: mmdebstrap $DEBIAN_SUITE ($list) …"
-  logged "mmdebstrap-$1" mmdebstrap "${MMDEBSTRAP_OPTS[@]}" --include="$list" "$DEBIAN_SUITE" "$tar.tmp"
-  mv "$tar.tmp" "$tar"
+  logged "mmdebstrap-$1" mmdebstrap "${MMDEBSTRAP_OPTS[@]}" --include="$list" "$DEBIAN_SUITE" "$tar.$$.tmp"
+  mv "$tar.$$.tmp" "$tar"
   info "rootfs $1: $(du -h "$tar" | cut -f1) in $((SECONDS - t0))s"
   echo "$tar"
 }

@@ -28,8 +28,8 @@ else
   t0=$SECONDS
   printf '• %-26s %s\n' kwokctl "building sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION (about a minute cold)…" >&2
   mkdir -p "$(dirname "$OUT")"
-  (cd "$ROOT/hack/tools/kwok" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT.tmp" sigs.k8s.io/kwok/cmd/kwokctl)
-  mv "$OUT.tmp" "$OUT"
+  (cd "$ROOT/hack/tools/kwok" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT.$$.tmp" sigs.k8s.io/kwok/cmd/kwokctl)
+  mv "$OUT.$$.tmp" "$OUT"
   printf '• %-26s %s\n' kwokctl "✓ built in $((SECONDS - t0))s" >&2
 fi
 echo "$OUT"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/bench/load"
@@ -26,13 +27,16 @@ type ABRevisions struct {
 // (Step.Shared). The results are named run-a and run-b.
 func RunAB(ctx context.Context, pair *testbed.Pair, cfg Config, name string, revs ABRevisions) (a, b result.Result, err error) {
 	side := func(suffix, rev string) result.Result {
+		settings := cfg.Settings()
+		settings["segments"] = strconv.Itoa(cfg.Segments)
+		settings["segmentWarmup"] = cfg.SegmentWarmup.String()
 		return result.Result{
 			Run:               name + "-" + suffix,
 			StartedAt:         time.Now().UTC(),
 			Machine:           result.DescribeMachine(),
 			KubernetesVersion: pair.A.KubernetesVersion,
 			Provider:          pair.A.Provider,
-			Settings:          cfg.Settings(),
+			Settings:          settings,
 			GitRevision:       rev,
 		}
 	}
@@ -48,9 +52,10 @@ func RunAB(ctx context.Context, pair *testbed.Pair, cfg Config, name string, rev
 
 // MeasureAB runs the ladders against both sides of pair, rate by rate. At
 // each rate every webhook ladder (direct validate and mutate, then the
-// dry-run create through the API server) runs on both sides interleaved,
-// A B B A and B A A B by turns (load.RunABStep), so the machine's drift over
-// the run falls on both sides alike. The control and floor dry-run ladders
+// dry-run create through the API server) runs on both sides interleaved in
+// cfg.Segments segments each, A B B A … and B A A B … by turns
+// (load.RunABStep), so the machine's drift over the run falls on both sides
+// alike. The control and floor dry-run ladders
 // do not depend on the operator: they run once per rate and go into both
 // sides' steps, marked Shared. The direct control ladder, whose only use is to relate a run to a
 // stored baseline's machine, is not run. A mode's ladders stop after the rate
@@ -114,7 +119,8 @@ func climbAB(ctx context.Context, cfg Config, rates []float64, sideA, sideB, sha
 	for _, rate := range rates {
 		saturated := false
 		for i := range sideA {
-			sa, sb, err := load.RunABStep(ctx, sideA[i], sideB[i], rate, opts, *steps, progress)
+			plan := load.ABPlan{Segments: cfg.Segments, SegmentWarmup: cfg.SegmentWarmup, Order: *steps}
+			sa, sb, err := load.RunABStep(ctx, sideA[i], sideB[i], rate, opts, plan, progress)
 			if err != nil {
 				return a, b, err
 			}
@@ -152,13 +158,13 @@ func tooBusy(rate float64, ladder string) error {
 }
 
 // EstimateAB is how long the attacks of an A/B run of c take (setup
-// excluded): per direct rate the validate and mutate ladders, each four
-// halves with their warm-ups; per API-server rate the webhook ladder the same
-// way, then the control and the floor.
+// excluded): per direct rate the validate and mutate ladders, each side's
+// segments with their warm-ups; per API-server rate the webhook ladder the
+// same way, then the control and the floor.
 func (c Config) EstimateAB() time.Duration {
-	half := c.Warmup + c.Duration/2
-	return time.Duration(len(c.DirectRates))*2*4*half +
-		time.Duration(len(c.APIServerRates))*(4*half+2*(c.Warmup+c.Duration))
+	abStep := 2 * (c.Duration + c.Warmup + time.Duration(max(0, c.Segments-1))*c.SegmentWarmup)
+	return time.Duration(len(c.DirectRates))*2*abStep +
+		time.Duration(len(c.APIServerRates))*(abStep+2*(c.Warmup+c.Duration))
 }
 
 // WriteAB writes an A/B run into dir: each side's result.json, report.md and

@@ -62,8 +62,10 @@ func TestABSmokeOnLocal(t *testing.T) {
 		shared := sa.Name == benchmark.APIServerDGDCtl || sa.Name == benchmark.APIServerFloor
 		assert.Equal(t, shared, sa.Shared, sa.Key())
 		if !shared {
-			assert.Len(t, sa.Windows, cfg.Windows, "%s: %d windows per half", sa.Key(), cfg.Windows/2)
-			assert.Len(t, sb.Windows, cfg.Windows, sb.Key())
+			perSegment := max(1, cfg.Windows/cfg.Segments)
+			assert.Len(t, sa.Windows, cfg.Segments*perSegment, "%s: %d windows per segment", sa.Key(), perSegment)
+			assert.Len(t, sb.Windows, cfg.Segments*perSegment, sb.Key())
+			assert.Equal(t, cfg.Segments, sa.Segments, sa.Key())
 		}
 	}
 	assert.Len(t, a.FloorRatios(benchmark.APIServerDGD, benchmark.APIServerFloor), len(cfg.APIServerRates), "the floor measured at every rate")

@@ -71,6 +71,12 @@ type Config struct {
 	// Windows is how many equal time slices each measured step is cut into;
 	// comparisons rank the slices' percentiles (result.Window).
 	Windows int
+	// Segments is how many segments each side of an A/B step is measured in,
+	// taking turns with the other side (load.ABPlan); even, at least 2.
+	Segments int
+	// SegmentWarmup is the uncounted warm-up before every segment of an A/B
+	// step but each side's first (which gets Warmup).
+	SegmentWarmup time.Duration
 	// InvalidRatio is the fraction of direct requests carrying an invalid
 	// DynamoGraphDeployment (denied by the validating webhook, still patched
 	// by the mutating one).
@@ -110,6 +116,8 @@ func Defaults() Config {
 		Warmup:              2 * time.Second,
 		Duration:            10 * time.Second,
 		Windows:             result.DefaultWindows,
+		Segments:            4,
+		SegmentWarmup:       500 * time.Millisecond,
 		InvalidRatio:        0.2,
 		DirectP99TargetMs:   1,
 		OverheadP99TargetMs: 2,

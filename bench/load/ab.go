@@ -4,34 +4,60 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/gauntlet-dev/gauntlet/bench/result"
 )
 
-// ABOrders are the orders RunABStep measures the halves of the two sides in:
-// A B B A, or B A A B. A linear drift of the machine's speed over the four
-// halves (other work starting, a CPU warming up) then falls on both sides
-// alike, and each half of one side runs right beside a half of the other.
-// Alternating the two orders from step to step gives neither side the first
-// half after a change of rate or ladder more often than the other.
-var ABOrders = [2][4]int{{0, 1, 1, 0}, {1, 0, 0, 1}}
+// ABPlan is how RunABStep interleaves the two sides of a step.
+type ABPlan struct {
+	// Segments is how many segments each side's measured attack is cut into:
+	// even, at least 2. The sides take turns in pairs of segments, A B B A
+	// A B B A … (or B A A B …, see Order), so a linear drift of the machine's
+	// speed over any four adjacent segments falls on both sides alike, and a
+	// stall of the machine longer than a segment lands on both. More, shorter
+	// segments tolerate longer stalls (result.CompareAB asks a growth to show
+	// in most segment pairs).
+	Segments int
+	// SegmentWarmup is the uncounted warm-up before every segment but each
+	// side's first, which gets StepOptions.Warmup: it refills the connections
+	// of a side that sat idle while the other one ran.
+	SegmentWarmup time.Duration
+	// Order is the step's place in the run: even steps start with A, odd ones
+	// with B, so neither side gets the first segment after a change of rate
+	// or ladder more often than the other.
+	Order int
+}
+
+// sequence is the side (0: A, 1: B) of each of the 2 × Segments segments in
+// the order they run: A B B A A B B A … for an even Order.
+func (p ABPlan) sequence() []int {
+	first := p.Order % 2
+	seq := make([]int, 0, 2*p.Segments)
+	for range p.Segments / 2 {
+		seq = append(seq, first, 1-first, 1-first, first)
+	}
+	return seq
+}
 
 // RunABStep measures the same kind of request on side A (a) and side B (b)
-// at rate, interleaved in ABOrders[order%2]: each side's measured attack is cut in two
-// halves of opts.Duration/2 with opts.Windows/2 windows each (at least one),
-// every half after its own warm-up of opts.Warmup. Each side's step merges
-// its halves; A's windows and B's windows line up in time — A's first half
-// beside B's first, A's second beside B's second — which is what
-// result.CompareAB pairs.
-func RunABStep(ctx context.Context, a, b Workload, rate float64, opts StepOptions, order int, progress Progress) (sa, sb result.Step, err error) {
-	half := opts
-	half.Duration = opts.Duration / 2
-	half.Windows = max(1, opts.Windows/2)
+// at rate, interleaved as plan says: each side's measured attack of
+// opts.Duration is cut into plan.Segments segments with opts.Windows/Segments
+// windows each (at least one). Each side's step merges its segments; A's
+// windows and B's windows line up in time — A's k-th segment beside B's k-th
+// — which is what result.CompareAB pairs.
+func RunABStep(ctx context.Context, a, b Workload, rate float64, opts StepOptions, plan ABPlan, progress Progress) (sa, sb result.Step, err error) {
+	if plan.Segments < 2 || plan.Segments%2 != 0 {
+		return result.Step{}, result.Step{}, fmt.Errorf("A/B step @ %g req/s: %d segments per side; it must be even and at least 2", rate, plan.Segments)
+	}
+	segment := opts
+	segment.Duration = opts.Duration / time.Duration(plan.Segments)
+	segment.Windows = max(1, opts.Windows/plan.Segments)
 	sides := [2]*abSide{{w: a, name: sideNames[0]}, {w: b, name: sideNames[1]}}
 	for i, s := range sides {
-		if s.spec, err = stepSpec(s.w, rate, half); err != nil {
+		if s.spec, err = stepSpec(s.w, rate, segment); err != nil {
 			return result.Step{}, result.Step{}, err
 		}
 		if i == 1 && s.spec.Name != sides[0].spec.Name {
@@ -39,11 +65,16 @@ func RunABStep(ctx context.Context, a, b Workload, rate float64, opts StepOption
 		}
 		s.merged = &vegeta.Metrics{}
 	}
-	halves := ABOrders[order%2]
-	progress.Printf("%s @ %g req/s: %s, each half %s after a %s warm-up …", a.Spec.Name, rate, orderText(halves), half.Duration, half.Warmup)
-	for _, i := range halves {
+	seq := plan.sequence()
+	progress.Printf("%s @ %g req/s: %s, each segment %s after a warm-up (%s before a side's first, %s before the others) …",
+		a.Spec.Name, rate, orderText(seq), segment.Duration, opts.Warmup, plan.SegmentWarmup)
+	for _, i := range seq {
 		s := sides[i]
-		p, err := measurePart(ctx, s.w, s.spec, half, s.merged)
+		part := segment
+		if len(s.parts) > 0 {
+			part.Warmup = plan.SegmentWarmup
+		}
+		p, err := measurePart(ctx, s.w, s.spec, part, s.merged)
 		if err != nil {
 			return result.Step{}, result.Step{}, fmt.Errorf("side %s: %w", s.name, err)
 		}
@@ -56,10 +87,10 @@ func RunABStep(ctx context.Context, a, b Workload, rate float64, opts StepOption
 	return sides[0].step, sides[1].step, nil
 }
 
-// orderText is "A B B A" for halves {0, 1, 1, 0}.
-func orderText(halves [4]int) string {
-	names := make([]string, len(halves))
-	for i, side := range halves {
+// orderText is "A B B A" for the sequence {0, 1, 1, 0}.
+func orderText(seq []int) string {
+	names := make([]string, len(seq))
+	for i, side := range seq {
 		names[i] = sideNames[side]
 	}
 	return strings.Join(names, " ")
@@ -78,11 +109,11 @@ type abSide struct {
 	step   result.Step
 }
 
-// merge is the side's step: the percentiles of every request of its halves,
-// the halves' windows one after the other (the second half's starting where
-// the first one's end), its rates over the time its halves ran (not over the
-// time between them, when the other side ran), and what the probes saw during
-// the halves.
+// merge is the side's step: the percentiles of every request of its
+// segments, the segments' windows one after the other (each segment's
+// starting where the previous one's end), its rates over the time its
+// segments ran (not over the time between them, when the other side ran), and
+// what the probes saw during the segments.
 func (s *abSide) merge() result.Step {
 	st := result.FromMetrics(s.spec, s.merged)
 	st.Windows = nil
@@ -112,5 +143,6 @@ func (s *abSide) merge() result.Step {
 		st.Throughput = float64(succeeded) / answered
 	}
 	st.ServerHistograms = SinceParts(before, after)
+	st.Segments = len(s.parts)
 	return st
 }

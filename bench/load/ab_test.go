@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,46 +27,39 @@ func sentAt(w Workload) (Workload, func() []time.Time) {
 	return w, func() []time.Time { mu.Lock(); defer mu.Unlock(); return append([]time.Time(nil), times...) }
 }
 
-func TestRunABStepInterleavesABBAAndMergesEachSidesHalves(t *testing.T) {
+func TestRunABStepInterleavesABBAAndMergesEachSidesSegments(t *testing.T) {
 	srvA, servedA := dryRunServer(t, func(int64) bool { return true })
 	srvB, servedB := dryRunServer(t, func(int64) bool { return true })
 	a, timesA := sentAt(dryRunWorkload(t, srvA, true))
 	b, timesB := sentAt(dryRunWorkload(t, srvB, true))
 	var out strings.Builder
 	sa, sb, err := RunABStep(context.Background(), a, b, 200,
-		StepOptions{Warmup: 100 * time.Millisecond, Duration: time.Second, Windows: 4}, 0, Progress{W: &out, Start: time.Now()})
+		StepOptions{Warmup: 100 * time.Millisecond, Duration: time.Second, Windows: 8},
+		ABPlan{Segments: 4, SegmentWarmup: 50 * time.Millisecond}, Progress{W: &out, Start: time.Now()})
 	require.NoError(t, err)
 
 	// vegeta may send a request or two less than rate × duration on a busy machine.
 	for side, got := range map[string]struct{ served, step float64 }{
 		"A": {float64(servedA.Load()), float64(sa.Requests)}, "B": {float64(servedB.Load()), float64(sb.Requests)},
 	} {
-		assert.InDelta(t, 200, got.step, 4, "side %s: both halves of 100 requests are counted", side)
-		assert.InDelta(t, 2*20, got.served-got.step, 4, "side %s: the two warm-ups of 20 requests ran and are not counted", side)
+		assert.InDelta(t, 200, got.step, 6, "side %s: the four segments of 50 requests are counted", side)
+		assert.InDelta(t, 20+3*10, got.served-got.step, 6, "side %s: the first warm-up (20 requests) and the three short ones (10 each) ran and are not counted", side)
 	}
 	assert.Equal(t, "apiserver/widgets@200", sa.Key())
 	assert.Equal(t, sa.Key(), sb.Key())
-	assert.Len(t, sa.Windows, 4, "two windows per half")
-	assert.Len(t, sb.Windows, 4)
-	assert.InDelta(t, 0.5, sa.Windows[2].StartSeconds, 0.05, "the second half's windows follow the first's")
-	assert.InDelta(t, 200, sa.AchievedRate, 10, "the rate over the time A's halves ran, not over B's halves in between")
+	assert.Len(t, sa.Windows, 8, "two windows per segment")
+	assert.Len(t, sb.Windows, 8)
+	assert.Equal(t, 4, sa.Segments)
+	assert.Equal(t, 4, sb.Segments)
+	assert.InDelta(t, 0.25, sa.Windows[2].StartSeconds, 0.05, "the second segment's windows follow the first's")
+	assert.InDelta(t, 0.75, sa.Windows[6].StartSeconds, 0.05)
+	assert.InDelta(t, 200, sa.AchievedRate, 10, "the rate over the time A's segments ran, not over B's segments in between")
 	assert.InDelta(t, 1.0, sa.SuccessRatio, 1e-9)
 	require.Len(t, sa.ServerHistograms, 1)
-	assert.Equal(t, sa.Requests, sa.ServerHistograms[0].Count, "what the server saw during both measured halves, and only then")
+	assert.Equal(t, sa.Requests, sa.ServerHistograms[0].Count, "what the server saw during the measured segments, and only then")
 
-	ta, tb := timesA(), timesB()
-	require.NotEmpty(t, ta)
-	require.NotEmpty(t, tb)
-	assert.True(t, ta[0].Before(tb[0]), "A starts")
-	assert.True(t, tb[len(tb)-1].Before(ta[len(ta)-1]), "A ends: A B B A")
-	var aBetween int
-	for _, at := range ta {
-		if at.After(tb[0]) && at.Before(tb[len(tb)-1]) {
-			aBetween++
-		}
-	}
-	assert.Zero(t, aBetween, "nothing of A runs while B's two halves run")
-	assert.Contains(t, out.String(), "apiserver/widgets @ 200 req/s: A B B A, each half 500ms after a 100ms warm-up …")
+	assert.Equal(t, "A B B A A B B A", runsOf(timesA(), timesB()), "the sides took turns, in pairs")
+	assert.Contains(t, out.String(), "apiserver/widgets @ 200 req/s: A B B A A B B A, each segment 250ms after a warm-up (100ms before a side's first, 50ms before the others) …")
 	assert.Contains(t, out.String(), "apiserver/widgets [A] @ 200 req/s: p50 ")
 	assert.Contains(t, out.String(), "apiserver/widgets [B] @ 200 req/s: p50 ")
 }
@@ -75,8 +69,17 @@ func TestRunABStepRefusesDifferentLadders(t *testing.T) {
 	a := dryRunWorkload(t, srv, true)
 	b := a
 	b.Spec.Name = "apiserver/other"
-	_, _, err := RunABStep(context.Background(), a, b, 100, StepOptions{Duration: time.Second}, 0, Progress{})
+	_, _, err := RunABStep(context.Background(), a, b, 100, StepOptions{Duration: time.Second}, ABPlan{Segments: 2}, Progress{})
 	require.ErrorContains(t, err, "side A measures apiserver/widgets, side B apiserver/other; both must measure the same ladder")
+}
+
+func TestRunABStepRefusesAnOddOrTooSmallSegmentCount(t *testing.T) {
+	srv, _ := dryRunServer(t, func(int64) bool { return true })
+	w := dryRunWorkload(t, srv, true)
+	for _, n := range []int{0, 1, 3} {
+		_, _, err := RunABStep(context.Background(), w, w, 100, StepOptions{Duration: time.Second}, ABPlan{Segments: n}, Progress{})
+		require.ErrorContains(t, err, "segments per side; it must be even and at least 2", "%d segments", n)
+	}
 }
 
 func TestRunABStepAlternatesTheOrder(t *testing.T) {
@@ -85,12 +88,42 @@ func TestRunABStepAlternatesTheOrder(t *testing.T) {
 	a, timesA := sentAt(dryRunWorkload(t, srvA, true))
 	b, timesB := sentAt(dryRunWorkload(t, srvB, true))
 	var out strings.Builder
-	_, _, err := RunABStep(context.Background(), a, b, 200, StepOptions{Duration: 200 * time.Millisecond}, 1, Progress{W: &out, Start: time.Now()})
+	_, _, err := RunABStep(context.Background(), a, b, 200, StepOptions{Duration: 200 * time.Millisecond},
+		ABPlan{Segments: 2, Order: 1}, Progress{W: &out, Start: time.Now()})
 	require.NoError(t, err)
-	ta, tb := timesA(), timesB()
-	require.NotEmpty(t, ta)
-	require.NotEmpty(t, tb)
-	assert.True(t, tb[0].Before(ta[0]), "B starts")
-	assert.True(t, ta[len(ta)-1].Before(tb[len(tb)-1]), "B ends: B A A B")
-	assert.Contains(t, out.String(), "apiserver/widgets @ 200 req/s: B A A B, each half 100ms after a 0s warm-up …")
+	assert.Equal(t, "B A A B", runsOf(timesA(), timesB()))
+	assert.Contains(t, out.String(), "apiserver/widgets @ 200 req/s: B A A B, each segment 100ms after a warm-up (0s before a side's first, 0s before the others) …")
+}
+
+// runsOf is the order the two sides sent in: a letter per run of one side's
+// requests, every inner run written twice — two segments of one side back to
+// back are one run of requests — so the pattern A B B A reads "A B B A".
+func runsOf(a, b []time.Time) string {
+	type sent struct {
+		at   time.Time
+		side string
+	}
+	var all []sent
+	for _, t := range a {
+		all = append(all, sent{t, "A"})
+	}
+	for _, t := range b {
+		all = append(all, sent{t, "B"})
+	}
+	slices.SortFunc(all, func(x, y sent) int { return x.at.Compare(y.at) })
+	var runs []string
+	for _, s := range all {
+		if len(runs) == 0 || runs[len(runs)-1] != s.side {
+			runs = append(runs, s.side)
+		}
+	}
+	// Every inner run is two segments of one side back to back.
+	var out []string
+	for i, r := range runs {
+		out = append(out, r)
+		if i > 0 && i < len(runs)-1 {
+			out = append(out, r)
+		}
+	}
+	return strings.Join(out, " ")
 }

@@ -284,8 +284,9 @@ func writeComparison(b *bytes.Buffer, c result.Comparison) {
 		b.WriteString("- ⚠️ The runs come from different machines: the ratios are compared, but a slower machine alone can exceed them.\n")
 	}
 	if c.AB {
-		b.WriteString("\nBoth sides served at the same time in one cluster and every step ran A B B A or B A A B by turns, in halves. Each p99 is the median " +
-			"of the step's per-window p99s; window i of A ran beside window i of B, and a sign test over those pairs decides whether a growth is significant. " +
+		b.WriteString("\nBoth sides served at the same time in one cluster and every step ran in segments, the sides taking turns (A B B A A B B A, or B A A B B A A B). Each p99 is the median " +
+			"of the step's per-window p99s; window i of A ran beside window i of B, and a sign test over those pairs decides whether a growth is significant; " +
+			"a growth counts only when it shows in at least three quarters of the step's segment pairs, so a stall of the machine that met a few of one side's segments is not a slower side. " +
 			"Steps measured once for both sides (controls, floor) are not judged; steps beyond the machine's capacity are reported, not judged.\n")
 	} else {
 		b.WriteString("\nEach p99 is the median of the step's per-window p99s; \"Current\" is the current run on the baseline's machine: " +

@@ -42,9 +42,9 @@ func DefaultABTolerances() Tolerances {
 //
 // A step regresses as in Compare (ratio, floor and significance; or the
 // success ratio), and only when the growth beyond ratio and floor also shows
-// in each half of the step on its own (Shift.Halves): a side that is slower
-// is slower in both halves, while a stall of the machine — a neighbour's
-// burst — lands in one. Steps measured once for both sides (Step.Shared: the
+// in most of the step's segment pairs on their own (Shift.Segments,
+// SegmentsGrownShare): a side that is slower is slower in every segment,
+// while a stall of the machine — a neighbour's burst — lands in a few. Steps measured once for both sides (Step.Shared: the
 // controls, the floor) pass without a verdict on latency. A step at a rate
 // where either side's p50 exceeded saturationP50Ms (0: never) is Saturated:
 // reported, not judged; so is a step whose load generator fell below
@@ -88,8 +88,12 @@ func CompareAB(a, b Result, tol Tolerances, saturationP50Ms float64) Comparison 
 }
 
 func compareABStep(a, b Step, tol Tolerances, saturationP50Ms float64) StepComparison {
-	p99 := pairedShift(a.WindowP99s(), b.WindowP99s(), tol.Alpha)
-	p50 := pairedShift(a.WindowP50s(), b.WindowP50s(), tol.Alpha)
+	segments := 0 // the windows' segments, when both sides ran in the same ones
+	if a.Segments == b.Segments {
+		segments = a.Segments
+	}
+	p99 := pairedShift(a.WindowP99s(), b.WindowP99s(), segments, tol.Alpha)
+	p50 := pairedShift(a.WindowP50s(), b.WindowP50s(), segments, tol.Alpha)
 	switch {
 	case a.Shared || b.Shared:
 		return StepComparison{Name: a.Name, Mode: a.Mode, Rate: a.Rate, Base: &a, Current: &b, P99: p99, P50: p50,
@@ -111,8 +115,10 @@ func compareABStep(a, b Step, tol Tolerances, saturationP50Ms float64) StepCompa
 // pairedShift is how one percentile moved from A's windows (a) to B's (b).
 // Window i of each side ran beside the other's window i, so when both sides
 // have the same number of windows a sign test over the pairs decides
-// significance; otherwise the U test does. The shift has no machine factor.
-func pairedShift(a, b []float64, alpha float64) *Shift {
+// significance, and the windows split evenly into the given number of
+// segments (0 or 1: no segments); otherwise the U test does. The shift has no
+// machine factor.
+func pairedShift(a, b []float64, segments int, alpha float64) *Shift {
 	sh := &Shift{BaseMs: median(a), MeasuredMs: median(b), MachineFactor: 1, Windows: [2]int{len(a), len(b)}}
 	sh.CurrentMs = sh.MeasuredMs
 	sh.DeltaMs = sh.CurrentMs - sh.BaseMs
@@ -123,8 +129,11 @@ func pairedShift(a, b []float64, alpha float64) *Shift {
 		sh.PGreater, sh.PLess = uTest(a, b, alpha)
 		return sh
 	}
-	if n := len(a); n >= 2 && n%2 == 0 {
-		sh.Halves = [][2]float64{{median(a[:n/2]), median(b[:n/2])}, {median(a[n/2:]), median(b[n/2:])}}
+	if n := len(a); segments > 1 && n >= segments && n%segments == 0 {
+		per := n / segments
+		for k := range segments {
+			sh.Segments = append(sh.Segments, [2]float64{median(a[k*per : (k+1)*per]), median(b[k*per : (k+1)*per])})
+		}
 	}
 	var slower, faster int
 	for i := range a {

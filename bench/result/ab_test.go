@@ -118,18 +118,41 @@ func TestCompareABMissingStepFails(t *testing.T) {
 	assert.Equal(t, "side A measured it (p99 2.00 ms), side B did not", c.Steps[0].Reason)
 }
 
-func TestCompareABPassesAStallOfTheMachineInOneHalf(t *testing.T) {
-	// A/A run 1 under a concurrent e2e matrix (direct/mutate-dgd @ 1000 req/s): side B's second half
-	// ran while the machine stalled for seconds; its first half matched side A.
-	a := []float64{0.44, 0.4, 0.45, 0.51, 0.52, 0.6, 0.48, 0.51, 0.48, 0.46}
-	b := []float64{0.44, 0.44, 0.47, 0.4, 0.39, 562.84, 2948.24, 3076.19, 4715.0, 3355.08}
-	p99a := []float64{2, 2, 2, 2, 2, 2, 2, 2, 2, 2}
-	p99b := []float64{2.5, 2.5, 2.5, 2.5, 2.5, 900, 3000, 3100, 4800, 3400}
-	sc := compareABOne(t, windowedStep("direct/mutate-dgd", 1000, a, p99a), windowedStep("direct/mutate-dgd", 1000, b, p99b))
-	assert.Equal(t, Pass, sc.Verdict, sc.Reason)
-	assert.Contains(t, sc.Reason, "is above +100% but not in both halves of the step (first half 2.00 ms → 2.50 ms, second half 2.00 ms → 3100.00 ms): a stall of the machine, not a slower side")
+// inSegments is s measured in n segments per side.
+func inSegments(s Step, n int) Step {
+	s.Segments = n
+	return s
+}
 
-	// The same stall in both halves is a slower side.
-	sc = compareABOne(t, windowedStep("direct/mutate-dgd", 1000, a, p99a), windowedStep("direct/mutate-dgd", 1000, b, append(slices.Clone(p99b[5:]), p99b[5:]...)))
+func TestCompareABPassesAStallOfTheMachineInAFewSegments(t *testing.T) {
+	// A/A run 4 of the halves era (apiserver/dgd @ 100 req/s): a stall of about 20 s met both of
+	// side B's adjacent halves. In four segments per side (A B B A A B B A) a stall of two
+	// segments' length met side B's first two; its other two matched side A.
+	a := []float64{0.9, 0.9, 0.92, 0.9, 0.91, 0.88, 0.9, 0.9}
+	b := []float64{41.2, 35.8, 28.4, 60.1, 0.93, 0.95, 0.9, 0.94}
+	p99a := []float64{2, 2.1, 2, 2.2, 2, 2.1, 2, 2}
+	p99b := []float64{310, 280, 450, 390, 2.4, 2.2, 2.1, 2.3}
+	sa, sb := inSegments(windowedStep("apiserver/dgd", 100, a, p99a), 4), inSegments(windowedStep("apiserver/dgd", 100, b, p99b), 4)
+	sc := compareABOne(t, sa, sb)
+	assert.Equal(t, Pass, sc.Verdict, sc.Reason)
+	assert.Contains(t, sc.Reason, "is above +100% but only in 2 of the step's 4 segment pairs, fewer than 3 "+
+		"(segments 2.05 ms → 295.00 ms, 2.10 ms → 420.00 ms, 2.05 ms → 2.30 ms, 2.00 ms → 2.20 ms): a stall of the machine, not a slower side")
+	require.Len(t, sc.P50.Segments, 4)
+
+	// The same growth in three of the four segments is a slower side.
+	sb = inSegments(windowedStep("apiserver/dgd", 100, append(slices.Clone(b[:6]), 30, 30), append(slices.Clone(p99b[:6]), 300, 300)), 4)
+	sb.Windows[4].P50Ms, sb.Windows[5].P50Ms, sb.Windows[4].P99Ms, sb.Windows[5].P99Ms = 30, 30, 300, 300
+	sc = compareABOne(t, sa, sb)
 	assert.Equal(t, Regressed, sc.Verdict, sc.Reason)
+
+	// Two segments per side: the growth must show in both.
+	sa, sb = inSegments(sa, 2), inSegments(windowedStep("apiserver/dgd", 100, b, p99b), 2)
+	sc = compareABOne(t, sa, sb)
+	assert.Equal(t, Pass, sc.Verdict, sc.Reason)
+	assert.Contains(t, sc.Reason, "only in 1 of the step's 2 segment pairs, fewer than 2")
+
+	// Steps whose sides ran in different segments are judged without the rule.
+	sc = compareABOne(t, inSegments(sa, 4), inSegments(sb, 2))
+	assert.Equal(t, Regressed, sc.Verdict, sc.Reason)
+	assert.Empty(t, sc.P99.Segments)
 }

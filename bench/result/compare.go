@@ -142,11 +142,12 @@ type Shift struct {
 	// this many pairs of windows measured side by side (CompareAB), not from
 	// the U test.
 	Pairs int `json:"pairs,omitempty"`
-	// Halves, on a step of an A/B run, are each side's median window value in
-	// each half of the step: Halves[h] = {A, B}. A growth counts only when it
-	// shows in every half (see grew): a slower side is slower all along, a
-	// stall of the machine hits one half.
-	Halves [][2]float64 `json:"halves,omitempty"`
+	// Segments, on a step of an A/B run, are each side's median window value
+	// in each of the step's segment pairs (A's k-th segment and B's k-th ran
+	// next to each other): Segments[k] = {A, B}. A growth counts only when it
+	// shows in most of them (see inMostSegments): a slower side is slower all
+	// along, a stall of the machine hits a few segments.
+	Segments [][2]float64 `json:"segments,omitempty"`
 }
 
 // Tested reports whether the rank test was applied.
@@ -315,21 +316,36 @@ func minOneSidedP(n1, n2 int) float64 {
 }
 
 // grew reports whether sh rose beyond ratio and floor, significantly, and in
-// every half it has.
+// most of its segments.
 func (sh Shift) grew(ratio, floorMs, alpha float64) bool {
 	return sh.CurrentMs > sh.BaseMs*(1+ratio) && sh.DeltaMs > floorMs && (!sh.Tested() || sh.PGreater < alpha) &&
-		sh.inEveryHalf(ratio, floorMs)
+		sh.inMostSegments(ratio, floorMs)
 }
 
-// inEveryHalf reports whether each of sh's halves (none: true) rose beyond
-// ratio and floor.
-func (sh Shift) inEveryHalf(ratio, floorMs float64) bool {
-	for _, h := range sh.Halves {
-		if h[1] <= h[0]*(1+ratio) || h[1]-h[0] <= floorMs {
-			return false
+// SegmentsGrownShare is the share of an A/B step's segment pairs (rounded
+// up) in which a growth must show to count: with 4 segments per side, 3, so
+// one segment of a side meeting a stall of the machine is not a slower side;
+// with 2, both.
+const SegmentsGrownShare = 0.75
+
+// segmentsNeeded is how many of n segment pairs a growth must show in.
+func segmentsNeeded(n int) int { return int(math.Ceil(SegmentsGrownShare * float64(n))) }
+
+// inMostSegments reports whether sh rose beyond ratio and floor in at least
+// segmentsNeeded of its segments (none: true).
+func (sh Shift) inMostSegments(ratio, floorMs float64) bool {
+	return sh.segmentsGrown(ratio, floorMs) >= segmentsNeeded(len(sh.Segments))
+}
+
+// segmentsGrown is how many of sh's segments rose beyond ratio and floor.
+func (sh Shift) segmentsGrown(ratio, floorMs float64) int {
+	n := 0
+	for _, seg := range sh.Segments {
+		if seg[1] > seg[0]*(1+ratio) && seg[1]-seg[0] > floorMs {
+			n++
 		}
 	}
-	return true
+	return n
 }
 
 // fell reports whether sh dropped beyond ratio and floor, significantly.
@@ -364,13 +380,13 @@ func (sh Shift) describe(label string, falling bool) string {
 	return s
 }
 
-// describeHalves is "first half 1.00 ms → 4.00 ms, second half 1.00 ms → 1.10 ms".
-func (sh Shift) describeHalves() string {
-	parts := make([]string, len(sh.Halves))
-	for i, h := range sh.Halves {
-		parts[i] = fmt.Sprintf("%s half %s → %s", [2]string{"first", "second"}[min(i, 1)], fmtMs(h[0]), fmtMs(h[1]))
+// describeSegments is "segments 1.00 ms → 4.00 ms, 1.00 ms → 1.10 ms, …".
+func (sh Shift) describeSegments() string {
+	parts := make([]string, len(sh.Segments))
+	for i, seg := range sh.Segments {
+		parts[i] = fmt.Sprintf("%s → %s", fmtMs(seg[0]), fmtMs(seg[1]))
 	}
-	return strings.Join(parts, ", ")
+	return "segments " + strings.Join(parts, ", ")
 }
 
 func compareStep(b, cur, baseCtl, curCtl Step, control bool, tol Tolerances) StepComparison {
@@ -415,10 +431,11 @@ func judge(b, cur Step, p99Shift, p50Shift *Shift, control bool, tol Tolerances)
 		sc.Verdict = Pass
 		sc.Reason = fmt.Sprintf("%s not judged (p99 unchecked); p50 %s → %s within +%s; %s", p99.describe("p99", false),
 			fmtMs(p50.BaseMs), fmtMs(p50.CurrentMs), fmtPercent(tol.P50Ratio), success)
-	case aboveRatio && !p99.inEveryHalf(tol.P99Ratio, tol.P99FloorMs):
+	case aboveRatio && !p99.inMostSegments(tol.P99Ratio, tol.P99FloorMs):
 		sc.Verdict = Pass
-		sc.Reason = fmt.Sprintf("%s is above +%s but not in both halves of the step (%s): a stall of the machine, not a slower side; %s",
-			p99.describe("p99", false), fmtPercent(tol.P99Ratio), p99.describeHalves(), success)
+		sc.Reason = fmt.Sprintf("%s is above +%s but only in %d of the step's %d segment pairs, fewer than %d (%s): a stall of the machine, not a slower side; %s",
+			p99.describe("p99", false), fmtPercent(tol.P99Ratio), p99.segmentsGrown(tol.P99Ratio, tol.P99FloorMs), len(p99.Segments),
+			segmentsNeeded(len(p99.Segments)), p99.describeSegments(), success)
 	case aboveRatio && p99.DeltaMs <= tol.P99FloorMs:
 		sc.Verdict = Pass
 		sc.Reason = fmt.Sprintf("%s is above +%s but within the %s noise floor; %s",

@@ -142,6 +142,10 @@ type Step struct {
 	// control, the floor): it appears in both sides' results, and CompareAB
 	// does not judge it.
 	Shared bool `json:"shared,omitempty"`
+	// Segments, on a side of an A/B run, is how many segments its measured
+	// attack ran in, taking turns with the other side's (load.RunABStep);
+	// Windows splits evenly among them.
+	Segments int `json:"segments,omitempty"`
 }
 
 // ServerHistogram summarises the observations a Prometheus histogram gained

@@ -366,6 +366,8 @@ func abCommand(ctx context.Context, args []string) error {
 	out := fs.String("out", filepath.Join("_output", "bench"), "Directory of run directories.")
 	run := fs.String("run", "", "Run name, the run directory's name (default: UTC time with an -ab suffix).")
 	settings := ladderFlags(fs, def)
+	segments := fs.Int("segments", def.Segments, "Segments each side of a step is measured in, the sides taking turns (A B B A A B B A …); even, at least 2.")
+	segmentWarmup := fs.Duration("segment-warmup", def.SegmentWarmup, "Uncounted warm-up before every segment but a side's first (which gets --warmup).")
 	var setBoth, setA, setB stringList
 	fs.Var(&setBoth, "set", "Chart value for both sides, as helm --set (repeatable).")
 	fs.Var(&setA, "set-a", "Chart value for side A only (repeatable).")
@@ -383,6 +385,13 @@ func abCommand(ctx context.Context, args []string) error {
 	if err := settings.apply(&cfg); err != nil {
 		return err
 	}
+	if *segments < 2 || *segments%2 != 0 {
+		return usageError{fmt.Errorf("--segments=%d: must be even and at least 2 (the sides take turns in pairs: A B B A)", *segments)}
+	}
+	if *segmentWarmup < 0 {
+		return usageError{fmt.Errorf("--segment-warmup=%s: must not be negative", *segmentWarmup)}
+	}
+	cfg.Segments, cfg.SegmentWarmup = *segments, *segmentWarmup
 	if err := cmpFlags.validate(); err != nil {
 		return err
 	}
@@ -422,8 +431,9 @@ func abCommand(ctx context.Context, args []string) error {
 	nameA := fmt.Sprintf("BASE_REF=%s (%s)", base.Ref, shortRev(base.Revision))
 	nameB := "the working tree (" + shortRev(revB) + ")"
 	fmt.Fprintf(os.Stderr, "gauntlet-bench: A/B run %s — side A: %s, side B: %s; %d direct and %d API-server rates, "+
-		"A B B A or B A A B in halves of %s after a %s warm-up each; attacks take ≈ %s\n",
-		*run, nameA, nameB, len(cfg.DirectRates), len(cfg.APIServerRates), cfg.Duration/2, cfg.Warmup, cfg.EstimateAB().Round(time.Second))
+		"A B B A … or B A A B … in %d segments of %s per side (warm-up %s before a side's first, %s before the others); attacks take ≈ %s\n",
+		*run, nameA, nameB, len(cfg.DirectRates), len(cfg.APIServerRates), cfg.Segments, cfg.Duration/time.Duration(cfg.Segments),
+		cfg.Warmup, cfg.SegmentWarmup, cfg.EstimateAB().Round(time.Second))
 	if strings.HasSuffix(revB, "-dirty") {
 		fmt.Fprintf(os.Stderr, "• the working tree has uncommitted changes: they are measured on side B\n")
 	}

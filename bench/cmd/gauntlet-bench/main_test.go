@@ -67,6 +67,9 @@ func TestABCommandRejectsBadInputBeforeBuildingAnything(t *testing.T) {
 	require.EqualError(t, abCommand(ctx, nil), "--base-ref is required: the git reference side A is built from (make bench-compare BASE_REF=main)")
 	require.ErrorAs(t, abCommand(ctx, []string{"--base-ref", "HEAD", "--windows", "0"}), &ue)
 	require.ErrorAs(t, abCommand(ctx, []string{"--base-ref", "HEAD", "--set-b", "webhook.latencyInjection"}), &ue)
+	require.EqualError(t, abCommand(ctx, []string{"--base-ref", "HEAD", "--segments", "3"}),
+		"--segments=3: must be even and at least 2 (the sides take turns in pairs: A B B A)")
+	require.EqualError(t, abCommand(ctx, []string{"--base-ref", "HEAD", "--segment-warmup", "-1s"}), "--segment-warmup=-1s: must not be negative")
 
 	err := abCommand(ctx, []string{"--base-ref", "no-such-ref-9f3c", "--out", t.TempDir()})
 	require.Error(t, err)
