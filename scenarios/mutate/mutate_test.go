@@ -1,10 +1,15 @@
 package mutate
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -89,4 +94,51 @@ func TestReportListsSurvivorsFirst(t *testing.T) {
 	assert.Contains(t, md, "mutation score 50 %: 1 of 2 mutants killed, 1 survived (seed 3; 1 more did not compile; 10 candidates")
 	assert.Contains(t, md, "| `b.go:2:zero-constant` | `5` → `0` | none reaches this line |")
 	assert.Contains(t, md, "killed by C3 (autocert): expected a \\| b")
+}
+
+func TestJudgeInOrderJudgesTheFirstViableCandidatesWhateverTheJobs(t *testing.T) {
+	var candidates []Mutant
+	for i := range 12 {
+		candidates = append(candidates, Mutant{File: "f.go", Line: i + 1})
+	}
+	notCompiling := map[int]bool{2: true, 5: true, 6: true}
+	for _, jobs := range []int{1, 2, 3, 5} {
+		lanes := make([]job, jobs)
+		for i := range lanes {
+			lanes[i] = job{n: i + 1}
+		}
+		var running, most atomic.Int32
+		judgeOne := func(_ context.Context, _ job, m Mutant) (Outcome, bool, error) {
+			most.Store(max(most.Load(), running.Add(1)))
+			defer running.Add(-1)
+			// Later candidates finish first, so the jobs end out of order.
+			time.Sleep(time.Duration(12-m.Line) * time.Millisecond)
+			return Outcome{Mutant: m, Killed: m.Line%2 == 0}, !notCompiling[m.Line], nil
+		}
+		var lines []int
+		notViable, err := judgeInOrder(context.Background(), candidates, 5, lanes, judgeOne, func(o Outcome) { lines = append(lines, o.Mutant.Line) })
+		require.NoError(t, err)
+		slices.Sort(lines)
+		assert.Equal(t, []int{1, 3, 4, 7, 8}, lines, "%d jobs: the first 5 candidates that compile", jobs)
+		assert.Equal(t, 3, notViable, "%d jobs", jobs)
+		assert.LessOrEqual(t, int(most.Load()), jobs, "never more at once than jobs")
+	}
+}
+
+func TestJudgeInOrderStopsStartingAfterAnError(t *testing.T) {
+	candidates := []Mutant{{Line: 1}, {Line: 2}, {Line: 3}, {Line: 4}}
+	var started atomic.Int32
+	judgeOne := func(_ context.Context, _ job, m Mutant) (Outcome, bool, error) {
+		started.Add(1)
+		if m.Line == 1 {
+			return Outcome{}, false, errors.New("scratch copy unwritable")
+		}
+		time.Sleep(20 * time.Millisecond)
+		return Outcome{Mutant: m}, true, nil
+	}
+	var judged int
+	_, err := judgeInOrder(context.Background(), candidates, 4, []job{{n: 1}, {n: 2}}, judgeOne, func(Outcome) { judged++ })
+	require.ErrorContains(t, err, "scratch copy unwritable")
+	assert.Equal(t, 2, int(started.Load()), "the job in progress ends; nothing new starts")
+	assert.Equal(t, 1, judged, "the outcome of the job in progress is kept")
 }

@@ -16,11 +16,13 @@ const (
 
 // Report is a mutation run's outcome.
 type Report struct {
-	Seed       uint64    `json:"seed"`
-	Candidates int       `json:"candidates"`
-	NotViable  int       `json:"notViable"`
-	Outcomes   []Outcome `json:"outcomes"`
-	Seconds    float64   `json:"seconds"`
+	Seed       uint64 `json:"seed"`
+	Candidates int    `json:"candidates"`
+	NotViable  int    `json:"notViable"`
+	// Jobs is how many mutants were judged at once.
+	Jobs     int       `json:"jobs"`
+	Outcomes []Outcome `json:"outcomes"`
+	Seconds  float64   `json:"seconds"`
 }
 
 // Killed counts the mutants a scenario killed.
@@ -44,8 +46,8 @@ func (r *Report) Score() float64 {
 
 // Headline is the report's one-line verdict.
 func (r *Report) Headline() string {
-	return fmt.Sprintf("mutation score %.0f %%: %d of %d mutants killed, %d survived (seed %d; %d more did not compile; %d candidates; %.0f s)",
-		r.Score(), r.Killed(), len(r.Outcomes), len(r.Outcomes)-r.Killed(), r.Seed, r.NotViable, r.Candidates, r.Seconds)
+	return fmt.Sprintf("mutation score %.0f %%: %d of %d mutants killed, %d survived (seed %d; %d more did not compile; %d candidates; %.0f s with %d job(s))",
+		r.Score(), r.Killed(), len(r.Outcomes), len(r.Outcomes)-r.Killed(), r.Seed, r.NotViable, r.Candidates, r.Seconds, max(1, r.Jobs))
 }
 
 // Markdown renders the report: the headline, the survivors (the work), then every mutant.

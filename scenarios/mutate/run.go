@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/report"
@@ -50,6 +51,9 @@ type Options struct {
 	// _output/coverage/e2e) from the same sources; when it lacks a suite, that suite's baseline
 	// runs first.
 	Coverage string
+	// Jobs is how many mutants are judged at once (at least 1), each in its own scratch copy
+	// (Out/workspace/<job>) with its own clusters.
+	Jobs int
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -67,6 +71,8 @@ type Outcome struct {
 	// Suites are the suites run against it; none when no suite reaches its line.
 	Suites  []string `json:"suites"`
 	Seconds float64  `json:"seconds"`
+	// order is the mutant's place among the shuffled candidates: the report's order.
+	order int
 }
 
 // killWidth bounds the one line a kill quotes of the failure (its first line).
@@ -75,7 +81,10 @@ const killWidth = 200
 // Run generates the mutants, judges Mutants of them that compile, and writes the report.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	start := time.Now()
+	var logMu sync.Mutex // the jobs log at once
 	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
 		_, _ = fmt.Fprintf(o.Log, "[%6.0fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
 	candidates, err := Candidates(o.Root)
@@ -84,46 +93,93 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	logf("%d candidate mutants in %s and %s; judging %d (seed %d)", len(candidates),
 		strings.Join(GoTargets, ", "), strings.Join(TemplateTargets, ", "), o.Mutants, o.Seed)
-	scratch := filepath.Join(o.Out, "workspace")
-	if err := copyWorkspace(ctx, o.Root, scratch); err != nil {
-		return nil, err
+	jobs := make([]job, max(1, o.Jobs))
+	for i := range jobs {
+		jobs[i] = job{n: i + 1, scratch: filepath.Join(o.Out, "workspace", strconv.Itoa(i+1))}
+		if err := copyWorkspace(ctx, o.Root, jobs[i].scratch); err != nil {
+			return nil, err
+		}
 	}
-	reach, err := suiteCoverage(ctx, o, scratch, logf)
+	reach, err := suiteCoverage(ctx, o, jobs, logf)
 	if err != nil {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x6d7574616e74)) //nolint:gosec // G404: a reproducible sample, not a secret
 	rng.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
 
-	r := &Report{Seed: o.Seed, Candidates: len(candidates)}
-	// An interrupted run keeps what it judged: the report is written however the loop ends.
-	finish := func(err error) (*Report, error) {
-		r.Seconds = time.Since(start).Seconds()
-		return r, errors.Join(err, r.Write(o.Out))
-	}
-	for _, m := range candidates {
-		if len(r.Outcomes) == o.Mutants {
-			break
-		}
-		if err := ctx.Err(); err != nil {
-			return finish(err)
-		}
-		out, viable, err := judge(ctx, o, scratch, m, reach, logf)
-		if err != nil {
-			return finish(err)
-		}
-		if !viable {
-			r.NotViable++
-			continue
-		}
-		r.Outcomes = append(r.Outcomes, out)
+	r := &Report{Seed: o.Seed, Candidates: len(candidates), Jobs: len(jobs)}
+	judged := 0
+	r.NotViable, err = judgeInOrder(ctx, candidates, o.Mutants, jobs, func(ctx context.Context, j job, m Mutant) (Outcome, bool, error) {
+		return judge(ctx, o, j, m, reach, logf)
+	}, func(out Outcome) {
+		judged++
 		verdict := "survived"
 		if out.Killed {
 			verdict = fmt.Sprintf("killed by %s (%s)", out.By, out.Suite)
 		}
-		logf("mutant %d/%d %s %s: %s", len(r.Outcomes), o.Mutants, m.ID(), m.Change, verdict)
+		logf("mutant %d/%d %s %s: %s", judged, o.Mutants, out.Mutant.ID(), out.Mutant.Change, verdict)
+		r.Outcomes = append(r.Outcomes, out)
+	})
+	// An interrupted run keeps what it judged: the report is written however the loop ended,
+	// in the candidates' order whatever order the jobs finished in.
+	slices.SortStableFunc(r.Outcomes, func(a, b Outcome) int { return a.order - b.order })
+	r.Seconds = time.Since(start).Seconds()
+	return r, errors.Join(err, r.Write(o.Out))
+}
+
+// job is one of the run's parallel lanes: its number (clusters and logs carry it) and its
+// scratch copy of the workspace.
+type job struct {
+	n       int
+	scratch string
+}
+
+// judgeFunc judges one mutant in a job's scratch copy; viable is false when it does not compile.
+type judgeFunc func(ctx context.Context, j job, m Mutant) (out Outcome, viable bool, err error)
+
+// judgeInOrder judges the first `want` viable candidates, in order, on len(jobs) jobs at once:
+// a job takes the next candidate while the viable ones judged and in progress are fewer than
+// want, so the set judged is the same whatever the number of jobs. done gets every viable
+// outcome (Outcome.order: its place among the candidates) as it ends, on the caller's
+// goroutine. It returns how many candidates did not compile; the first error (or the
+// context's) stops it from starting more, and it returns once the jobs in progress ended.
+func judgeInOrder(ctx context.Context, candidates []Mutant, want int, jobs []job, judgeOne judgeFunc, done func(Outcome)) (notViable int, err error) {
+	type ended struct {
+		job    job
+		out    Outcome
+		viable bool
+		err    error
 	}
-	return finish(nil)
+	results := make(chan ended)
+	idle := slices.Clone(jobs)
+	next, viable, running := 0, 0, 0
+	for {
+		for err == nil && ctx.Err() == nil && len(idle) > 0 && next < len(candidates) && viable+running < want {
+			j, i := idle[0], next
+			idle, next = idle[1:], next+1
+			running++
+			go func() {
+				out, ok, jerr := judgeOne(ctx, j, candidates[i])
+				out.order = i
+				results <- ended{job: j, out: out, viable: ok, err: jerr}
+			}()
+		}
+		if running == 0 {
+			return notViable, errors.Join(err, ctx.Err())
+		}
+		e := <-results
+		running--
+		idle = append(idle, e.job)
+		switch {
+		case e.err != nil:
+			err = errors.Join(err, e.err)
+		case !e.viable:
+			notViable++
+		default:
+			viable++
+			done(e.out)
+		}
+	}
 }
 
 // Candidates are every mutant of the targets, in a stable order.
@@ -171,8 +227,9 @@ func Candidates(root string) ([]Mutant, error) {
 
 // judge applies m in the scratch copy, builds the operator, and runs the suites that reach
 // m's line until one fails. viable is false when the mutant does not compile.
-func judge(ctx context.Context, o Options, scratch string, m Mutant, reach coverageMap, logf func(string, ...any)) (out Outcome, viable bool, err error) {
+func judge(ctx context.Context, o Options, j job, m Mutant, reach coverageMap, logf func(string, ...any)) (out Outcome, viable bool, err error) {
 	out.Mutant = m
+	scratch := j.scratch
 	path := filepath.Join(scratch, m.File)
 	orig, err := os.ReadFile(path) //nolint:gosec // G304: the scratch copy's file
 	if err != nil {
@@ -205,10 +262,10 @@ func judge(ctx context.Context, o Options, scratch string, m Mutant, reach cover
 		logf("mutant %s %s: no suite reaches line %d", m.ID(), m.Change, m.Line)
 	}
 	for _, s := range suites {
-		logf("mutant %s %s: suite %s …", m.ID(), m.Change, s)
+		logf("job %d: mutant %s %s: suite %s …", j.n, m.ID(), m.Change, s)
 		out.Suites = append(out.Suites, s)
 		dir := filepath.Join(o.Out, "runs", strings.NewReplacer("/", "_", ":", "_").Replace(m.ID()))
-		killed, by, msg, rerr := runSuite(ctx, scratch, s, dir, "")
+		killed, by, msg, rerr := runSuite(ctx, j, s, dir, "")
 		if rerr != nil {
 			return out, false, rerr
 		}
@@ -221,12 +278,15 @@ func judge(ctx context.Context, o Options, scratch string, m Mutant, reach cover
 	return out, true, nil
 }
 
-// runSuite runs one suite from workspace dir with --fail-fast; killed is true when a scenario
-// failed (by: its ID, or "setup" when the suite's setup failed, or "suite" when it wrote no
-// report; msg: the failure's first line). coverDir, when set, collects coverage.
-func runSuite(ctx context.Context, workspace, name, outDir, coverDir string) (killed bool, by, msg string, err error) {
+// runSuite runs one suite from job j's scratch copy with --fail-fast, in a cluster of the
+// job's own; killed is true when a scenario failed (by: its ID, or "setup" when the suite's
+// setup failed, or "suite" when it wrote no report; msg: the failure's first line). coverDir,
+// when set, collects coverage.
+func runSuite(ctx context.Context, j job, name, outDir, coverDir string) (killed bool, by, msg string, err error) {
+	workspace := j.scratch
 	args := []string{"test", "-count=1", "-timeout", "30m", "./e2e/" + name, "-args",
-		"--provider=local", "--fail-fast", "--operator-version=mutant", "--e2e-output=" + outDir, "--cluster-name=mutate-" + name}
+		"--provider=local", "--fail-fast", "--operator-version=mutant", "--e2e-output=" + outDir,
+		fmt.Sprintf("--cluster-name=mutate-%d-%s", j.n, name)}
 	if coverDir != "" {
 		args = append(args, "--cover-dir="+coverDir)
 	}
@@ -262,37 +322,66 @@ func runSuite(ctx context.Context, workspace, name, outDir, coverDir string) (ki
 }
 
 // suiteCoverage maps lines to the suites that execute them, from o.Coverage where it has a
-// suite's counters and from a coverage baseline run of the unmutated scratch copy otherwise.
-// A baseline suite that fails stops the run: a red suite kills every mutant.
-func suiteCoverage(ctx context.Context, o Options, scratch string, logf func(string, ...any)) (coverageMap, error) {
-	m := coverageMap{}
-	if err := os.MkdirAll(filepath.Join(o.Out, "baseline"), 0o750); err != nil {
+// suite's counters and from a coverage baseline run of the unmutated scratch copies otherwise,
+// the jobs running those suites at once. A baseline suite that fails stops the run: a red
+// suite kills every mutant.
+func suiteCoverage(ctx context.Context, o Options, jobs []job, logf func(string, ...any)) (coverageMap, error) {
+	baseline := filepath.Join(o.Out, "baseline")
+	if err := os.MkdirAll(baseline, 0o750); err != nil {
 		return nil, err
 	}
+	dirs := make(map[string]string, len(Suites))
+	var missing []string
 	for _, s := range Suites {
 		dir := filepath.Join(o.Coverage, s)
 		if _, err := coverage.CounterDirs(dir); err != nil || o.Coverage == "" {
-			dir = filepath.Join(o.Out, "baseline", "coverage", s)
 			logf("baseline: suite %s with coverage (no counters of it in %q)", s, o.Coverage)
-			killed, by, msg, err := runSuite(ctx, scratch, s, filepath.Join(o.Out, "baseline"), filepath.Join(o.Out, "baseline", "coverage"))
-			if err != nil {
-				return nil, err
-			}
-			if killed {
-				return nil, fmt.Errorf("suite %s fails without any mutant (%s: %s): fix it before mutation testing", s, by, msg)
-			}
+			missing = append(missing, s)
+			dir = filepath.Join(baseline, "coverage", s)
 		} else {
 			logf("baseline: suite %s's coverage from %s", s, dir)
 		}
-		profile := filepath.Join(o.Out, "baseline", s+".out")
-		if msg, err := command(ctx, scratch, nil, "go", "tool", "covdata", "textfmt", "-i="+dir, "-o="+profile); err != nil {
-			return nil, fmt.Errorf("go tool covdata textfmt -i=%s: %w: %s", dir, err, msg)
+		dirs[s] = dir
+	}
+	if err := runBaselines(ctx, missing, jobs, baseline); err != nil {
+		return nil, err
+	}
+	m := coverageMap{}
+	for _, s := range Suites {
+		profile := filepath.Join(baseline, s+".out")
+		if msg, err := command(ctx, o.Root, nil, "go", "tool", "covdata", "textfmt", "-i="+dirs[s], "-o="+profile); err != nil {
+			return nil, fmt.Errorf("go tool covdata textfmt -i=%s: %w: %s", dirs[s], err, msg)
 		}
 		if err := m.add(s, profile); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// runBaselines runs each of suites with coverage on the unmutated scratch copies, as many at
+// once as there are jobs, and fails when one of them fails.
+func runBaselines(ctx context.Context, suites []string, jobs []job, baseline string) error {
+	errs := make([]error, len(suites))
+	lanes := make(chan job, len(jobs))
+	for _, j := range jobs {
+		lanes <- j
+	}
+	var wg sync.WaitGroup
+	for i, s := range suites {
+		j := <-lanes
+		wg.Add(1)
+		go func() {
+			defer func() { lanes <- j; wg.Done() }()
+			killed, by, msg, err := runSuite(ctx, j, s, baseline, filepath.Join(baseline, "coverage"))
+			if err == nil && killed {
+				err = fmt.Errorf("suite %s fails without any mutant (%s: %s): fix it before mutation testing", s, by, msg)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // coverageMap is, per workspace file, the executed blocks of each suite.

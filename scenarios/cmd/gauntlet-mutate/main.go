@@ -1,7 +1,7 @@
 // Command gauntlet-mutate is mutation testing of the operator and its chart through the e2e
 // suites on the local provider (`make mutate`): see package mutate and the README.
 //
-//	go run ./scenarios/cmd/gauntlet-mutate -mutants 40 -seed 1 -out _output/mutate -coverage _output/coverage/e2e
+//	go run ./scenarios/cmd/gauntlet-mutate -mutants 40 -seed 1 -jobs 2 -out _output/mutate -coverage _output/coverage/e2e
 package main
 
 import (
@@ -21,7 +21,8 @@ func main() {
 	var o mutate.Options
 	flag.IntVar(&o.Mutants, "mutants", 40, "how many mutants that compile to judge (MUTANTS)")
 	flag.Uint64Var(&o.Seed, "seed", 1, "picks the mutants; the same seed and sources pick the same ones (MUTATE_SEED)")
-	flag.StringVar(&o.Out, "out", "_output/mutate", "report directory (report.md, result.json; workspace/ is the scratch copy)")
+	flag.StringVar(&o.Out, "out", "_output/mutate", "report directory (report.md, result.json; workspace/<job> are the scratch copies)")
+	flag.IntVar(&o.Jobs, "jobs", 1, "how many mutants to judge at once, each in its own scratch copy and clusters (MUTATE_JOBS)")
 	flag.StringVar(&o.Coverage, "coverage", "_output/coverage/e2e", "per-suite coverage of the same sources (make e2e COVER=1); suites missing there get a baseline run")
 	list := flag.Bool("list", false, "print every candidate mutant and exit")
 	flag.Parse()
@@ -42,6 +43,9 @@ func main() {
 	}
 	if o.Mutants < 1 {
 		fail(fmt.Errorf("-mutants %d: judge at least one", o.Mutants))
+	}
+	if o.Jobs < 1 {
+		fail(fmt.Errorf("-jobs %d: run at least one (MUTATE_JOBS=1 judges one mutant at a time)", o.Jobs))
 	}
 	for _, p := range []*string{&o.Out, &o.Coverage} {
 		if *p != "" && !filepath.IsAbs(*p) {
