@@ -87,7 +87,7 @@ const baseOperatorImage = local.OperatorImage + "-base"
 // pod it dials (direct attacks).
 func StartLocalAB(ctx context.Context, opts LocalOptions, a, b Side) (*Pair, error) {
 	tbs, err := startLocal(ctx, opts, []localSide{
-		{side: "a", name: a.Name, root: a.Root, image: baseOperatorImage, values: sideValues("a", install.MergeValues(map[string]any{
+		{side: "a", name: a.Name, root: a.Root, values: sideValues("a", install.MergeValues(map[string]any{
 			"image": map[string]any{"repository": baseOperatorImage},
 		}, a.Values))},
 		{side: "b", name: b.Name, root: b.Root, values: sideValues("b", install.MergeValues(map[string]any{
@@ -109,10 +109,19 @@ type localSide struct {
 	// root is the checkout to build the operator and load the chart from
 	// (empty: this workspace).
 	root string
-	// image is the operator's image repository (empty: the chart's default).
-	image string
 	// values are the release's chart values.
 	values map[string]any
+}
+
+// image is the repository of the side's operator image: its values'
+// image.repository, or the chart's default.
+func (s localSide) image() string {
+	if img, ok := s.values["image"].(map[string]any); ok {
+		if repo, ok := img["repository"].(string); ok && repo != "" {
+			return repo
+		}
+	}
+	return local.OperatorImage
 }
 
 // release is the side's Helm release: the chart's default name and namespace
@@ -148,11 +157,7 @@ func startLocal(ctx context.Context, opts LocalOptions, sides []localSide) (_ []
 		if err != nil {
 			return nil, err
 		}
-		image := s.image
-		if image == "" {
-			image = local.OperatorImage
-		}
-		images[image] = operator
+		images[s.image()] = operator
 		logf("built dynamo-operator %s%s (%.1fs)", OperatorVersion, s.describe(), time.Since(start).Seconds())
 	}
 	floor, err := BuildFloor(ctx)

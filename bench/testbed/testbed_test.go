@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
 )
 
 func TestBenchValuesExcludeTheControlNamespaceAndKeepTheCallersValues(t *testing.T) {
@@ -55,4 +57,9 @@ func TestPortsOfTheRenderedWebhookObjectsFollowTheOperator(t *testing.T) {
 	twoPorts := &unstructured.Unstructured{Object: map[string]any{"kind": "Service", "metadata": map[string]any{"name": "s"},
 		"spec": map[string]any{"ports": []any{map[string]any{"port": int64(1)}, map[string]any{"port": int64(2)}}}}}
 	assert.ErrorContains(t, setServicePort(twoPorts, 1), "want exactly one port in Service s, got 2")
+}
+
+func TestEachSideRunsTheImageItsValuesName(t *testing.T) {
+	assert.Equal(t, local.OperatorImage, localSide{values: benchValues(nil)}.image(), "the chart's default")
+	assert.Equal(t, "dynamo-operator-base", localSide{values: map[string]any{"image": map[string]any{"repository": baseOperatorImage}}}.image())
 }

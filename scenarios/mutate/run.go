@@ -335,7 +335,7 @@ func suiteCoverage(ctx context.Context, o Options, jobs []job, logf func(string,
 	for _, s := range Suites {
 		dir := filepath.Join(o.Coverage, s)
 		if _, err := coverage.CounterDirs(dir); err != nil || o.Coverage == "" {
-			logf("baseline: suite %s with coverage (no counters of it in %q)", s, o.Coverage)
+			logf("baseline: suite %s runs with coverage first (no counters of it in %q)", s, o.Coverage)
 			missing = append(missing, s)
 			dir = filepath.Join(baseline, "coverage", s)
 		} else {
@@ -343,7 +343,7 @@ func suiteCoverage(ctx context.Context, o Options, jobs []job, logf func(string,
 		}
 		dirs[s] = dir
 	}
-	if err := runBaselines(ctx, missing, jobs, baseline); err != nil {
+	if err := runBaselines(ctx, missing, jobs, baseline, logf); err != nil {
 		return nil, err
 	}
 	m := coverageMap{}
@@ -361,7 +361,7 @@ func suiteCoverage(ctx context.Context, o Options, jobs []job, logf func(string,
 
 // runBaselines runs each of suites with coverage on the unmutated scratch copies, as many at
 // once as there are jobs, and fails when one of them fails.
-func runBaselines(ctx context.Context, suites []string, jobs []job, baseline string) error {
+func runBaselines(ctx context.Context, suites []string, jobs []job, baseline string, logf func(string, ...any)) error {
 	errs := make([]error, len(suites))
 	lanes := make(chan job, len(jobs))
 	for _, j := range jobs {
@@ -373,9 +373,14 @@ func runBaselines(ctx context.Context, suites []string, jobs []job, baseline str
 		wg.Add(1)
 		go func() {
 			defer func() { lanes <- j; wg.Done() }()
+			logf("job %d: baseline suite %s with coverage …", j.n, s)
+			start := time.Now()
 			killed, by, msg, err := runSuite(ctx, j, s, baseline, filepath.Join(baseline, "coverage"))
 			if err == nil && killed {
 				err = fmt.Errorf("suite %s fails without any mutant (%s: %s): fix it before mutation testing", s, by, msg)
+			}
+			if err == nil {
+				logf("job %d: baseline suite %s ✓ in %s", j.n, s, time.Since(start).Round(time.Second))
 			}
 			errs[i] = err
 		}()

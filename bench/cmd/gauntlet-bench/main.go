@@ -490,21 +490,29 @@ func compareCommand(args []string) error {
 	basePath := fs.String("base", "", "Baseline result.json (e.g. bench/baselines/local-2core.json).")
 	currentPath := fs.String("current", "", "Current result.json (e.g. _output/bench/latest/result.json).")
 	markdown := fs.String("markdown", "", "Also write the comparison as Markdown to this file (for a CI summary).")
-	// --ab changes the tolerances' defaults, so it is looked for before the flags are bound.
-	abDefault := slices.Contains(args, "--ab") || slices.Contains(args, "-ab") || slices.Contains(args, "--ab=true")
 	ab := fs.Bool("ab", false, "The two results are side A (--base) and side B (--current) of one A/B run (gauntlet-bench ab's a/ and b/): "+
-		"judge them as the A/B run does (paired windows, A/B tolerances), e.g. again with other tolerances.")
+		"judge them as the A/B run does (paired windows, and the A/B run's tolerances where no flag sets one), e.g. again with other tolerances.")
 	saturation := fs.Duration("saturation-p50", benchmark.Defaults().SaturationP50, "With --ab: steps whose p50 exceeds this on either side are reported, not judged.")
-	tol := result.DefaultTolerances()
-	if abDefault {
-		tol = result.DefaultABTolerances()
-	}
-	cmpFlags := comparisonFlagsFrom(fs, tol)
+	cmpFlags := comparisonFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return usageError{err}
+	}
+	if *ab {
+		// The A/B run's tolerances, with the flags given on the command line over them.
+		abFlags := flag.NewFlagSet("ab tolerances", flag.ContinueOnError)
+		cmpFlags = comparisonFlagsFrom(abFlags, result.DefaultABTolerances())
+		var setErr error
+		fs.Visit(func(f *flag.Flag) {
+			if abFlags.Lookup(f.Name) != nil {
+				setErr = errors.Join(setErr, abFlags.Set(f.Name, f.Value.String()))
+			}
+		})
+		if setErr != nil {
+			return usageError{setErr}
+		}
 	}
 	if *basePath == "" || *currentPath == "" || fs.NArg() > 0 {
 		return usageError{errors.New("compare needs --base and --current, and nothing else")}

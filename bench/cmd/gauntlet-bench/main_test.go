@@ -81,3 +81,20 @@ func TestShortRev(t *testing.T) {
 	assert.Equal(t, "95148e2f4878-dirty", shortRev("95148e2f4878b0c1d2e3f4a5b6c7d8e9f0a1b2c3-dirty"))
 	assert.Equal(t, "abc", shortRev("abc"))
 }
+
+func TestCompareABJudgesWithTheABToleranceDefaultsUnderTheFlagsGiven(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, p50 float64) string {
+		path := filepath.Join(dir, name, result.FileName)
+		require.NoError(t, result.Write(path, result.Result{Run: name, Steps: []result.Step{{
+			StepSpec: result.StepSpec{Name: "direct/validate-dgd", Mode: result.Direct, Rate: 100},
+			Requests: 1000, SuccessRatio: 1, AchievedRate: 100, P50Ms: p50, P99Ms: 5,
+		}}}))
+		return path
+	}
+	// p50 2 ms → 2.8 ms: +40 % and +0.8 ms, above the A/B run's +25 % and 0.5 ms, one window each side (no test).
+	a, b := write("a", 2), write("b", 2.8)
+	require.ErrorIs(t, compareCommand([]string{"--ab", "--base", a, "--current", b}), errRegressed, "the A/B run's p50 tolerance")
+	require.NoError(t, compareCommand([]string{"--ab", "--base", a, "--current", b, "--p50-ratio", "0.5"}), "a tolerance given on the command line wins")
+	require.NoError(t, compareCommand([]string{"--ab=false", "--base", a, "--current", b}), "without --ab, the stored-baseline tolerances")
+}
