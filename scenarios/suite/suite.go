@@ -87,8 +87,17 @@ type Suite struct {
 	reused   bool
 	release  *install.Release
 	setupErr error
+	// creation is the cluster's creation while it runs (nil before and after): an interrupt
+	// stops it and waits for it to end (deleteClusterOnInterrupt).
+	creation *creation
 
 	mu sync.Mutex
+}
+
+// creation is a cluster creation in progress: cancel stops it, ended is closed when it returned.
+type creation struct {
+	cancel context.CancelFunc
+	ended  chan struct{}
 }
 
 // New registers the suite's flags (--provider, --kubernetes-version, --keep-cluster,
@@ -226,14 +235,23 @@ func checkIDs(feats []types.Feature) error {
 }
 
 func (s *Suite) setupCluster(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	c, reused, err := startCluster(ctx, s.opts, s.spec.CertManager, s.progress)
+	// The creation's own context: an interrupt cancels it, and the provider deletes the
+	// cluster it could not finish. Processes of a finished cluster do not depend on it.
+	createCtx, cancel := context.WithCancel(ctx)
+	cr := &creation{cancel: cancel, ended: make(chan struct{})}
+	s.mu.Lock()
+	s.creation = cr
+	s.mu.Unlock()
+	c, reused, err := startCluster(createCtx, s.opts, s.spec.CertManager, s.progress)
+	s.mu.Lock()
+	s.cluster, s.reused, s.creation = c, reused, nil
+	s.mu.Unlock()
+	close(cr.ended)
 	if err != nil {
+		cancel()
 		s.setupErr = err
 		return ctx, err
 	}
-	s.mu.Lock()
-	s.cluster, s.reused = c, reused
-	s.mu.Unlock()
 	s.recorder.SetKubernetesVersion(c.KubernetesVersion())
 	cfg.WithKubeconfigFile(c.KubeconfigPath())
 	if reused {
@@ -386,8 +404,9 @@ func (s *Suite) printSummary() {
 
 // deleteClusterOnInterrupt makes Ctrl-C (or SIGTERM) end the run the way its end would: the
 // suite's cluster is deleted (unless kept) before the process exits, so an interrupted `make
-// e2e` leaves nothing running. Interrupted while the cluster is being created, it says how to
-// delete what was made. The returned func stops watching.
+// e2e` leaves nothing running. Interrupted while the cluster is being created, it cancels the
+// creation and waits (up to creationStopTimeout) for the provider to delete what it had made;
+// should that not end, it says how to delete the cluster. The returned func stops watching.
 func (s *Suite) deleteClusterOnInterrupt() (stop func()) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -397,10 +416,23 @@ func (s *Suite) deleteClusterOnInterrupt() (stop func()) {
 		case sig := <-sigs:
 			s.progress.printf("✗ interrupted (%s)", sig)
 			s.mu.Lock()
-			c := s.cluster
+			c, cr := s.cluster, s.creation
 			s.mu.Unlock()
+			if cr != nil {
+				s.progress.printf("stopping the creation of cluster %s; its provider deletes what it had made …", s.opts.clusterName)
+				cr.cancel()
+				select {
+				case <-cr.ended:
+				case <-time.After(creationStopTimeout):
+					s.progress.printf("the cluster %s may be half made: delete it with `make cluster-down PROVIDER=%s CLUSTER=%s`", s.opts.clusterName, s.opts.provider, s.opts.clusterName)
+					os.Exit(130)
+				}
+				s.mu.Lock()
+				c = s.cluster // made after all, when the interrupt came as it ended
+				s.mu.Unlock()
+			}
 			if c == nil {
-				s.progress.printf("the cluster %s may be half made: delete it with `make cluster-down PROVIDER=%s CLUSTER=%s`", s.opts.clusterName, s.opts.provider, s.opts.clusterName)
+				s.progress.printf("cluster %s: its creation stopped; the provider deleted what it had made", s.opts.clusterName)
 			} else if err := s.teardownCluster(); err != nil {
 				s.progress.printf("✗ %v", err)
 			}
@@ -413,6 +445,9 @@ func (s *Suite) deleteClusterOnInterrupt() (stop func()) {
 		close(done)
 	}
 }
+
+// creationStopTimeout bounds the wait for a cancelled cluster creation to end.
+const creationStopTimeout = 2 * time.Minute
 
 func (s *Suite) teardownCluster() error {
 	if s.cluster == nil {
