@@ -125,6 +125,17 @@ func Defaults() Config {
 	}
 }
 
+// ABDefaults are `make bench-compare`'s settings: Defaults with every step
+// cut into 12 windows, 3 per segment. A run's tests are adjusted together
+// (result.CompareAB), so a step slower at one rate alone must reach p < 0.05
+// divided by the number of steps judged: 12 window pairs all lost give
+// p = 0.00024, while 8 could not give less than 0.0039.
+func ABDefaults() Config {
+	c := Defaults()
+	c.Windows = 12
+	return c
+}
+
 // Smoke are the settings of the seconds-long smoke run: two rates per
 // ladder, a second each. Its numbers prove the pipeline, not the latency.
 func Smoke() Config {

@@ -1,8 +1,10 @@
 package result
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/aclements/go-moremath/stats"
 )
@@ -38,17 +40,22 @@ func DefaultABTolerances() Tolerances {
 // of B ran next to each other, and a one-sided sign test over those pairs
 // (how many pairs B lost) decides whether a growth is significant. With
 // window counts that differ, the pairs are lost and the U test of Compare
-// decides instead.
+// decides instead. A run tests every judged step: the p-values of each
+// percentile are adjusted together (Benjamini–Hochberg, Shift.Tests), so a
+// lone step of two identical sides that looks slower by chance — one test in
+// twenty does at p < 0.05 — is not a regression, while a slowdown that shows
+// at many rates is found with the evidence of all of them.
 //
 // A step regresses as in Compare (ratio, floor and significance; or the
 // success ratio), and only when the growth beyond ratio and floor also shows
 // in most of the step's segment pairs on their own (Shift.Segments,
 // SegmentsGrownShare): a side that is slower is slower in every segment,
-// while a stall of the machine — a neighbour's burst — lands in a few. Steps measured once for both sides (Step.Shared: the
-// controls, the floor) pass without a verdict on latency. A step at a rate
-// where either side's p50 exceeded saturationP50Ms (0: never) is Saturated:
-// reported, not judged; so is a step whose load generator fell below
-// MinAchievedRatio of its rate on either side.
+// while a stall of the machine — a neighbour's burst — lands in a few.
+// Steps measured once for both sides (Step.Shared: the controls, the floor)
+// pass without a verdict on latency. A step at a rate where either side's p50
+// exceeded saturationP50Ms (0: never) is Saturated: reported, not judged; so
+// is a step whose load generator fell below MinAchievedRatio of its rate on
+// either side.
 func CompareAB(a, b Result, tol Tolerances, saturationP50Ms float64) Comparison {
 	c := Comparison{
 		AB:      true,
@@ -61,55 +68,129 @@ func CompareAB(a, b Result, tol Tolerances, saturationP50Ms float64) Comparison 
 		byKey[s.Key()] = i
 	}
 	matched := make([]bool, len(b.Steps))
+	var pairs []abPair
 	for i := range a.Steps {
 		sa := a.Steps[i]
 		j, ok := byKey[sa.Key()]
 		if !ok {
-			c.Steps = append(c.Steps, StepComparison{
+			pairs = append(pairs, abPair{skip: &StepComparison{
 				Name: sa.Name, Mode: sa.Mode, Rate: sa.Rate, Base: &sa, Verdict: Missing,
 				Reason: fmt.Sprintf("side A measured it (p99 %s), side B did not", fmtMs(sa.P99Ms)),
-			})
+			}})
 			continue
 		}
 		matched[j] = true
-		sb := b.Steps[j]
-		c.Steps = append(c.Steps, compareABStep(sa, sb, tol, saturationP50Ms))
+		pairs = append(pairs, newABPair(sa, b.Steps[j], tol, saturationP50Ms))
 	}
 	for j := range b.Steps {
 		if !matched[j] {
 			sb := b.Steps[j]
-			c.Steps = append(c.Steps, StepComparison{
+			pairs = append(pairs, abPair{skip: &StepComparison{
 				Name: sb.Name, Mode: sb.Mode, Rate: sb.Rate, Current: &sb, Verdict: Missing,
 				Reason: fmt.Sprintf("side B measured it (p99 %s), side A did not", fmtMs(sb.P99Ms)),
-			})
+			}})
 		}
+	}
+	var p99s, p50s []*Shift
+	for _, p := range pairs {
+		if p.skip == nil {
+			p99s, p50s = append(p99s, p.p99), append(p50s, p.p50)
+		}
+	}
+	adjustTogether(p99s)
+	adjustTogether(p50s)
+	for _, p := range pairs {
+		c.Steps = append(c.Steps, p.verdict(tol))
 	}
 	return c
 }
 
-func compareABStep(a, b Step, tol Tolerances, saturationP50Ms float64) StepComparison {
+// abPair is a step of an A/B run on its way to a verdict: its shifts are
+// computed first, adjusted together with the run's others, then judged.
+type abPair struct {
+	a, b     Step
+	p99, p50 *Shift
+	// skip, when set, is the verdict of a step not judged on latency: shared,
+	// saturated, or measured on one side only.
+	skip *StepComparison
+}
+
+func newABPair(a, b Step, tol Tolerances, saturationP50Ms float64) abPair {
 	segments := 0 // the windows' segments, when both sides ran in the same ones
 	if a.Segments == b.Segments {
 		segments = a.Segments
 	}
-	p99 := pairedShift(a.WindowP99s(), b.WindowP99s(), segments, tol.Alpha)
-	p50 := pairedShift(a.WindowP50s(), b.WindowP50s(), segments, tol.Alpha)
+	p := abPair{a: a, b: b,
+		p99: pairedShift(a.WindowP99s(), b.WindowP99s(), segments, tol.Alpha),
+		p50: pairedShift(a.WindowP50s(), b.WindowP50s(), segments, tol.Alpha)}
+	sc := StepComparison{Name: a.Name, Mode: a.Mode, Rate: a.Rate, Base: &p.a, Current: &p.b, P99: p.p99, P50: p.p50}
 	switch {
 	case a.Shared || b.Shared:
-		return StepComparison{Name: a.Name, Mode: a.Mode, Rate: a.Rate, Base: &a, Current: &b, P99: p99, P50: p50,
-			Verdict: Pass, Reason: fmt.Sprintf("measured once for both sides (p99 %s, p50 %s): not judged", fmtMs(p99.BaseMs), fmtMs(p50.BaseMs))}
+		sc.Verdict = Pass
+		sc.Reason = fmt.Sprintf("measured once for both sides (p99 %s, p50 %s): not judged", fmtMs(p.p99.BaseMs), fmtMs(p.p50.BaseMs))
 	case saturationP50Ms > 0 && (a.P50Ms > saturationP50Ms || b.P50Ms > saturationP50Ms):
-		return StepComparison{Name: a.Name, Mode: a.Mode, Rate: a.Rate, Base: &a, Current: &b, P99: p99, P50: p50,
-			SuccessDelta: b.SuccessRatio - a.SuccessRatio, Verdict: Saturated,
-			Reason: fmt.Sprintf("beyond the machine's capacity: p50 %s (A), %s (B) above %s; reported, not judged",
-				fmtMs(a.P50Ms), fmtMs(b.P50Ms), fmtMs(saturationP50Ms))}
+		sc.SuccessDelta, sc.Verdict = b.SuccessRatio-a.SuccessRatio, Saturated
+		sc.Reason = fmt.Sprintf("beyond the machine's capacity: p50 %s (A), %s (B) above %s; reported, not judged",
+			fmtMs(a.P50Ms), fmtMs(b.P50Ms), fmtMs(saturationP50Ms))
 	case a.AchievedRate < MinAchievedRatio*a.Rate || b.AchievedRate < MinAchievedRatio*b.Rate:
-		return StepComparison{Name: a.Name, Mode: a.Mode, Rate: a.Rate, Base: &a, Current: &b, P99: p99, P50: p50,
-			SuccessDelta: b.SuccessRatio - a.SuccessRatio, Verdict: Saturated,
-			Reason: fmt.Sprintf("beyond the machine's capacity: the load generator sent %.0f (A) and %.0f (B) of the %g req/s asked, "+
-				"below %.0f %%; reported, not judged", a.AchievedRate, b.AchievedRate, a.Rate, MinAchievedRatio*100)}
+		sc.SuccessDelta, sc.Verdict = b.SuccessRatio-a.SuccessRatio, Saturated
+		sc.Reason = fmt.Sprintf("beyond the machine's capacity: the load generator sent %.0f (A) and %.0f (B) of the %g req/s asked, "+
+			"below %.0f %%; reported, not judged", a.AchievedRate, b.AchievedRate, a.Rate, MinAchievedRatio*100)
+	default:
+		return p
 	}
-	return judge(a, b, p99, p50, false, tol)
+	p.skip = &sc
+	return p
+}
+
+func (p abPair) verdict(tol Tolerances) StepComparison {
+	if p.skip != nil {
+		return *p.skip
+	}
+	return judge(p.a, p.b, p.p99, p.p50, false, tol)
+}
+
+// adjustTogether adjusts the p-values of the tested shifts — one percentile
+// over a run's judged steps — for their number (Benjamini–Hochberg: among
+// the growths found, the expected share found by chance stays below alpha).
+// A single test is left as it is.
+func adjustTogether(shifts []*Shift) {
+	var tested []*Shift
+	for _, sh := range shifts {
+		if sh.Tested() {
+			tested = append(tested, sh)
+		}
+	}
+	if len(tested) < 2 {
+		return
+	}
+	greater, less := make([]float64, len(tested)), make([]float64, len(tested))
+	for i, sh := range tested {
+		greater[i], less[i] = sh.PGreater, sh.PLess
+	}
+	qGreater, qLess := benjaminiHochberg(greater), benjaminiHochberg(less)
+	for i, sh := range tested {
+		sh.Tests, sh.QGreater, sh.QLess = len(tested), qGreater[i], qLess[i]
+	}
+}
+
+// benjaminiHochberg returns the q-values of p: p[i] × m / rank(p[i]), made
+// monotone from the largest p down, and at most 1.
+func benjaminiHochberg(p []float64) []float64 {
+	m := len(p)
+	order := make([]int, m)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(p[x], p[y]) })
+	q := make([]float64, m)
+	least := 1.0
+	for rank := m; rank >= 1; rank-- {
+		i := order[rank-1]
+		least = math.Min(least, p[i]*float64(m)/float64(rank))
+		q[i] = least
+	}
+	return q
 }
 
 // pairedShift is how one percentile moved from A's windows (a) to B's (b).

@@ -156,3 +156,76 @@ func TestCompareABPassesAStallOfTheMachineInAFewSegments(t *testing.T) {
 	assert.Equal(t, Regressed, sc.Verdict, sc.Reason)
 	assert.Empty(t, sc.P99.Segments)
 }
+
+func TestBenjaminiHochberg(t *testing.T) {
+	q := benjaminiHochberg([]float64{0.01, 0.04, 0.03, 0.005})
+	for i, want := range []float64{0.02, 0.04, 0.04, 0.02} {
+		assert.InDelta(t, want, q[i], 1e-12, "q[%d]", i)
+	}
+	assert.Equal(t, []float64{1}, benjaminiHochberg([]float64{1}))
+}
+
+// abRun is a run of n steps (direct/validate-dgd at rates 100, 200, …) whose windows are a and
+// b on the sides, the step at index odd having oddA and oddB instead.
+func abRun(n int, a, b []float64, odd int, oddA, oddB []float64) (Result, Result) {
+	var ra, rb Result
+	for i := range n {
+		wa, wb := a, b
+		if i == odd {
+			wa, wb = oddA, oddB
+		}
+		rate := float64(100 * (i + 1))
+		ra.Steps = append(ra.Steps, inSegments(windowedStep("direct/validate-dgd", rate, wa, wa), 4))
+		rb.Steps = append(rb.Steps, inSegments(windowedStep("direct/validate-dgd", rate, wb, wb), 4))
+	}
+	return ra, rb
+}
+
+func TestCompareABAdjustsTheRunsTestsTogether(t *testing.T) {
+	// A/A run 2 (Intel Xeon, 2026-11-25, mutate suites running beside it): direct/mutate-dgd @ 250
+	// req/s, p99 of 8 windows; side B lost 7 of 8 pairs (p = 0.035) and grew in 3 of 4 segments.
+	// Alone it looks slower; among the run's 15 judged steps it is what one in twenty tests gives
+	// by chance.
+	loneA := []float64{1.44, 1.91, 1.37, 1.4, 7.46, 2.68, 2.28, 2.18}
+	loneB := []float64{7.08, 2.29, 4.59, 4.29, 6.03, 3.25, 3.22, 9.45}
+	even := []float64{2, 2.1, 1.9, 2, 2.2, 1.8, 2, 2.1}
+	evenB := []float64{2.1, 2, 2, 1.9, 2.1, 1.9, 2.2, 2}
+	a, b := abRun(1, nil, nil, 0, loneA, loneB)
+	c := CompareAB(a, b, DefaultABTolerances(), 0)
+	assert.Equal(t, Regressed, c.Steps[0].Verdict, "one step alone: its own p-value decides")
+	assert.Zero(t, c.Steps[0].P99.Tests)
+
+	a, b = abRun(15, even, evenB, 3, loneA, loneB)
+	c = CompareAB(a, b, DefaultABTolerances(), 0)
+	require.Len(t, c.Steps, 15)
+	assert.False(t, c.Failed(), "no step regressed")
+	assert.Equal(t, 15, c.Steps[3].P99.Tests)
+	assert.Contains(t, c.Steps[3].Reason, "[sign test p=0.0352 over 8 window pairs; q=0.527 adjusted for the run's 15 tests] is above +100% but not significant (q ≥ 0.05)")
+
+	// The same step slower in all 12 window pairs of a 12-window run stands out even among 15.
+	slowA := []float64{1.4, 1.9, 1.4, 1.4, 1.5, 2.7, 2.3, 2.2, 1.6, 1.7, 1.5, 1.8}
+	slowB := make([]float64, len(slowA))
+	for i := range slowA {
+		slowB[i] = slowA[i] + 3
+	}
+	even12, even12B := append(slices.Clone(even), 2, 1.9, 2.1, 2), append(slices.Clone(evenB), 2, 2.1, 1.9, 2)
+	a, b = abRun(15, even12, even12B, 3, slowA, slowB)
+	c = CompareAB(a, b, DefaultABTolerances(), 0)
+	assert.Equal(t, Regressed, c.Steps[3].Verdict, c.Steps[3].Reason)
+	assert.Contains(t, c.Steps[3].Reason, "sign test p=0.000244 over 12 window pairs; q=0.00366 adjusted for the run's 15 tests")
+	assert.Equal(t, 1, countVerdicts(c, Regressed))
+
+	// A slowdown at every step: each one is found with the evidence of all.
+	a, b = abRun(15, slowA, slowB, -1, nil, nil)
+	assert.Equal(t, 15, countVerdicts(CompareAB(a, b, DefaultABTolerances(), 0), Regressed))
+}
+
+func countVerdicts(c Comparison, v Verdict) int {
+	n := 0
+	for _, s := range c.Steps {
+		if s.Verdict == v {
+			n++
+		}
+	}
+	return n
+}

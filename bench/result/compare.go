@@ -148,10 +148,43 @@ type Shift struct {
 	// shows in most of them (see inMostSegments): a slower side is slower all
 	// along, a stall of the machine hits a few segments.
 	Segments [][2]float64 `json:"segments,omitempty"`
+	// Tests, when above 1, is how many tests of this percentile the run
+	// judged together, and QGreater and QLess are PGreater and PLess adjusted
+	// for them (Benjamini–Hochberg, CompareAB): an A/B run makes one test per
+	// step, and at p < 0.05 each, one of twenty steps of two identical sides
+	// would look slower by chance.
+	Tests    int     `json:"tests,omitempty"`
+	QGreater float64 `json:"qGreater,omitempty"`
+	QLess    float64 `json:"qLess,omitempty"`
 }
 
 // Tested reports whether the rank test was applied.
 func (s Shift) Tested() bool { return s.PGreater > 0 }
+
+// growthP is the p-value a growth is judged by: QGreater when the run's
+// tests were adjusted together (CompareAB), the test's own otherwise.
+func (s Shift) growthP() float64 {
+	if s.Tests > 1 {
+		return s.QGreater
+	}
+	return s.PGreater
+}
+
+// pName is the name of the p-value growthP and dropP give: "q" when adjusted.
+func (s Shift) pName() string {
+	if s.Tests > 1 {
+		return "q"
+	}
+	return "p"
+}
+
+// dropP is the same for a drop.
+func (s Shift) dropP() float64 {
+	if s.Tests > 1 {
+		return s.QLess
+	}
+	return s.PLess
+}
 
 // Comparison is a run judged against a baseline.
 type Comparison struct {
@@ -318,7 +351,7 @@ func minOneSidedP(n1, n2 int) float64 {
 // grew reports whether sh rose beyond ratio and floor, significantly, and in
 // most of its segments.
 func (sh Shift) grew(ratio, floorMs, alpha float64) bool {
-	return sh.CurrentMs > sh.BaseMs*(1+ratio) && sh.DeltaMs > floorMs && (!sh.Tested() || sh.PGreater < alpha) &&
+	return sh.CurrentMs > sh.BaseMs*(1+ratio) && sh.DeltaMs > floorMs && (!sh.Tested() || sh.growthP() < alpha) &&
 		sh.inMostSegments(ratio, floorMs)
 }
 
@@ -350,7 +383,7 @@ func (sh Shift) segmentsGrown(ratio, floorMs float64) int {
 
 // fell reports whether sh dropped beyond ratio and floor, significantly.
 func (sh Shift) fell(ratio, floorMs, alpha float64) bool {
-	return sh.CurrentMs*(1+ratio) < sh.BaseMs && -sh.DeltaMs > floorMs && (!sh.Tested() || sh.PLess < alpha)
+	return sh.CurrentMs*(1+ratio) < sh.BaseMs && -sh.DeltaMs > floorMs && (!sh.Tested() || sh.dropP() < alpha)
 }
 
 // describe is "p99 0.900 ms → 5.90 ms (+556%, +5.00 ms)", followed, when they
@@ -372,6 +405,13 @@ func (sh Shift) describe(label string, falling bool) string {
 			notes = append(notes, fmt.Sprintf("sign test p=%.3g over %d window pairs", p, sh.Pairs))
 		} else {
 			notes = append(notes, fmt.Sprintf("U test p=%.3g over %d+%d windows", p, sh.Windows[0], sh.Windows[1]))
+		}
+		if sh.Tests > 1 {
+			q := sh.QGreater
+			if falling {
+				q = sh.QLess
+			}
+			notes = append(notes, fmt.Sprintf("q=%.3g adjusted for the run's %d tests", q, sh.Tests))
 		}
 	}
 	if len(notes) > 0 {
@@ -442,8 +482,8 @@ func judge(b, cur Step, p99Shift, p50Shift *Shift, control bool, tol Tolerances)
 			p99.describe("p99", false), fmtPercent(tol.P99Ratio), fmtMs(tol.P99FloorMs), success)
 	case aboveRatio:
 		sc.Verdict = Pass
-		sc.Reason = fmt.Sprintf("%s is above +%s but not significant (p ≥ %g); %s",
-			p99.describe("p99", false), fmtPercent(tol.P99Ratio), tol.Alpha, success)
+		sc.Reason = fmt.Sprintf("%s is above +%s but not significant (%s ≥ %g); %s",
+			p99.describe("p99", false), fmtPercent(tol.P99Ratio), p99.pName(), tol.Alpha, success)
 	case p99.fell(tol.P99Ratio, tol.P99FloorMs, tol.Alpha):
 		sc.Verdict = Improved
 		sc.Reason = fmt.Sprintf("%s improved beyond the tolerances; %s", p99.describe("p99", true), success)

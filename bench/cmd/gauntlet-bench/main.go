@@ -361,7 +361,7 @@ func runCommand(ctx context.Context, args []string) error {
 // (side B) in one local cluster, interleaved, and exits 1 when side B regressed.
 func abCommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gauntlet-bench ab", flag.ContinueOnError)
-	def := benchmark.Defaults()
+	def := benchmark.ABDefaults()
 	baseRef := fs.String("base-ref", "", "Git reference of side A, the base (a branch, tag or commit); side B is the working tree, uncommitted changes included.")
 	out := fs.String("out", filepath.Join("_output", "bench"), "Directory of run directories.")
 	run := fs.String("run", "", "Run name, the run directory's name (default: UTC time with an -ab suffix).")
