@@ -54,6 +54,11 @@ func wrongReviewCases(p webhookPath) []reviewCase {
 			{"an AdmissionReview of a Dynamo object of an unknown version", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE",` +
 				`"namespace":"team-a","object":{"apiVersion":"nvidia.com/v9","kind":"DynamoGraphDeployment","metadata":{"name":"g","namespace":"team-a"}}}}`,
 				inReview(http.StatusBadRequest, `no kind "DynamoGraphDeployment" is registered for version "nvidia.com/v9"`, answerBound)},
+			{"an AdmissionReview without a request", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`,
+				inReview(http.StatusBadRequest, "the AdmissionReview has no request", answerBound)},
+			{"an AdmissionReview without an operation", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u",` +
+				`"namespace":"team-a","object":{"apiVersion":"nvidia.com/v1alpha1","kind":"DynamoGraphDeployment","metadata":{"name":"g","namespace":"team-a"}}}}`,
+				inReview(http.StatusBadRequest, `unknown operation ""`, answerBound)},
 			{"an AdmissionReview with an unknown operation", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"EXPLODE",` +
 				`"namespace":"team-a","object":{"apiVersion":"nvidia.com/v1alpha1","kind":"DynamoGraphDeployment","metadata":{"name":"g","namespace":"team-a"}}}}`,
 				inReview(http.StatusBadRequest, `unknown operation "EXPLODE"`, answerBound)},

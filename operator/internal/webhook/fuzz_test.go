@@ -147,7 +147,8 @@ func TestMalformedReviews(t *testing.T) {
 	}{
 		{name: "A9/empty body", body: ``, want: "request body is empty"},
 		{name: "A9/truncated JSON", body: `{`, want: "decoding the AdmissionReview: unexpected end of JSON input"},
-		{name: "A9/no request", body: `{}`, want: `unknown operation ""`},
+		{name: "A9/no request", body: `{}`, want: "the AdmissionReview has no request"},
+		{name: "A9/no operation", body: `{"request":{"uid":"u","object":{"apiVersion":"nvidia.com/v1alpha1","kind":"DynamoGraphDeployment"}}}`, want: `unknown operation ""`},
 		{
 			name: "A9/update without an old object",
 			body: `{"request":{"uid":"u","operation":"UPDATE","object":{"apiVersion":"nvidia.com/v1alpha1","kind":"DynamoGraphDeployment"}}}`,

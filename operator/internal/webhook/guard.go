@@ -237,9 +237,12 @@ func (a admissionReviews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// controller-runtime's mutating handler answers any operation with a patch; only the API
-	// server's four are answered (a request without one is left to controller-runtime, which
-	// refuses it).
-	if req := envelope.Request; req != nil && req.Operation != "" && !admissionOperations[req.Operation] {
+	// server's four are answered.
+	switch req := envelope.Request; {
+	case req == nil:
+		a.rejectInReview(w, r, http.StatusBadRequest, "the AdmissionReview has no request")
+		return
+	case !admissionOperations[req.Operation]:
 		a.rejectInReview(w, r, http.StatusBadRequest, fmt.Sprintf("unknown operation %q", req.Operation))
 		return
 	}

@@ -34,7 +34,7 @@ func decodeReview(body []byte) (*admissionv1.AdmissionRequest, schema.GroupVersi
 	if err != nil || len(strict) > 0 || review.Request == nil {
 		return nil, schema.GroupVersionKind{}, false
 	}
-	if op := review.Request.Operation; op != "" && !admissionOperations[op] {
+	if !admissionOperations[review.Request.Operation] {
 		return nil, schema.GroupVersionKind{}, false
 	}
 	gvk := admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
