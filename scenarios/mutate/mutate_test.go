@@ -85,6 +85,22 @@ func TestCoverageMapFindsTheSuitesReachingALine(t *testing.T) {
 	assert.Empty(t, m.suitesReaching("operator/internal/certs/a.go", 20), "a block never executed reaches nobody")
 }
 
+func TestCoverageMapFindsTheRestOfAStatementAfterAFunctionLiteral(t *testing.T) {
+	// webhook/server.go as the cover tool counts `srv := &http.Server{…, BaseContext: func…,
+	// …, ReadHeaderTimeout: 32 * time.Second, …}` (lines 91–99): the statement up to the function
+	// literal, the literal's body, and nothing for lines 95–99.
+	profile := filepath.Join(t.TempDir(), "p.out")
+	require.NoError(t, os.WriteFile(profile, []byte("mode: atomic\n"+
+		modulePath+"operator/internal/webhook/server.go:88.16,90.3 1 0\n"+
+		modulePath+"operator/internal/webhook/server.go:91.2,94.57 1 1\n"+
+		modulePath+"operator/internal/webhook/server.go:94.57,94.94 1 0\n"+
+		modulePath+"operator/internal/webhook/server.go:100.2,104.40 4 1\n"), 0o600))
+	m := coverageMap{}
+	require.NoError(t, m.add("hostile", profile))
+	assert.Equal(t, []string{"hostile"}, m.suitesReaching("operator/internal/webhook/server.go", 97), "the statement ran; the literal's body need not have")
+	assert.Empty(t, m.suitesReaching("operator/internal/webhook/server.go", 89))
+}
+
 func TestReportListsSurvivorsFirst(t *testing.T) {
 	r := &Report{Seed: 3, Candidates: 10, NotViable: 1, Outcomes: []Outcome{
 		{Mutant: Mutant{File: "a.go", Line: 1, Operator: OpDropCall, Change: "`x()` removed"}, Killed: true, By: "C3", Suite: "autocert", Message: "expected a | b"},

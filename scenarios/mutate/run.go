@@ -389,12 +389,13 @@ func runBaselines(ctx context.Context, suites []string, jobs []job, baseline str
 	return errors.Join(errs...)
 }
 
-// coverageMap is, per workspace file, the executed blocks of each suite.
+// coverageMap is, per workspace file, the blocks of each suite's profile, executed or not.
 type coverageMap map[string][]block
 
 type block struct {
 	suite              string
 	startLine, endLine int
+	executed           bool
 }
 
 const modulePath = "github.com/gauntlet-dev/gauntlet/"
@@ -417,9 +418,6 @@ func (m coverageMap) add(suite, profile string) error {
 		if !ok || len(fields) != 3 {
 			return fmt.Errorf("%s: unexpected line %q", profile, line)
 		}
-		if fields[2] == "0" {
-			continue
-		}
 		span := strings.Split(fields[0], ",")
 		startLine, err1 := strconv.Atoi(strings.Split(span[0], ".")[0])
 		endLine, err2 := strconv.Atoi(strings.Split(span[len(span)-1], ".")[0])
@@ -427,16 +425,30 @@ func (m coverageMap) add(suite, profile string) error {
 			return fmt.Errorf("%s: %q: %w", profile, line, err)
 		}
 		rel := strings.TrimPrefix(file, modulePath)
-		m[rel] = append(m[rel], block{suite: suite, startLine: startLine, endLine: endLine})
+		m[rel] = append(m[rel], block{suite: suite, startLine: startLine, endLine: endLine, executed: fields[2] != "0"})
 	}
 	return sc.Err()
 }
 
-// suitesReaching are the suites that executed file:line, in Suites order.
+// suitesReaching are the suites that executed file:line, in Suites order: those that executed a
+// block holding the line or, for a line no block holds — the rest of a statement after a
+// function literal in it, which the cover tool counts in no block (`srv := &http.Server{
+// BaseContext: func…, ReadHeaderTimeout: 32 * time.Second}`) — a block ending last before it:
+// the statement's start or the literal's body.
 func (m coverageMap) suitesReaching(file string, line int) []string {
+	holds := func(b block) bool { return b.startLine <= line && line <= b.endLine }
+	if !slices.ContainsFunc(m[file], holds) {
+		end := 0
+		for _, b := range m[file] {
+			if b.endLine <= line && b.endLine > end {
+				end = b.endLine
+			}
+		}
+		holds = func(b block) bool { return b.endLine == end }
+	}
 	var out []string
 	for _, s := range Suites {
-		if slices.ContainsFunc(m[file], func(b block) bool { return b.suite == s && b.startLine <= line && line <= b.endLine }) {
+		if slices.ContainsFunc(m[file], func(b block) bool { return b.suite == s && b.executed && holds(b) }) {
 			out = append(out, s)
 		}
 	}
