@@ -142,15 +142,16 @@ e2e-matrix-merge: ## One report of earlier matrix runs: PARTS (their output dire
 	@go run ./scenarios/cmd/gauntlet-matrix -merge "$(PARTS)" -out $(OUTPUT)/matrix
 
 # Mutation testing through the suites (local provider): MUTANTS mutants that compile, picked
-# by MUTATE_SEED, MUTATE_JOBS of them at once; per-suite coverage from a `make e2e COVER=1` of
-# the same sources, if any.
+# by MUTATE_SEED, MUTATE_JOBS of them at once (or the mutants MUTANT_IDS names, comma-separated);
+# per-suite coverage from a `make e2e COVER=1` of the same sources, if any.
 MUTANTS     ?= 40
 MUTATE_SEED ?= 1
 MUTATE_JOBS ?= 2
+MUTANT_IDS  ?=
 
 .PHONY: mutate
-mutate: control-plane ## Mutation testing of the operator and chart through the e2e suites: _output/mutate/report.md (MUTANTS, MUTATE_SEED, MUTATE_JOBS).
-	@go run ./scenarios/cmd/gauntlet-mutate -mutants $(MUTANTS) -seed $(MUTATE_SEED) -jobs $(MUTATE_JOBS) -out $(OUTPUT)/mutate -coverage $(COVER_OUTPUT)/e2e
+mutate: control-plane ## Mutation testing of the operator and chart through the e2e suites: _output/mutate/report.md (MUTANTS, MUTATE_SEED, MUTATE_JOBS, MUTANT_IDS).
+	@go run ./scenarios/cmd/gauntlet-mutate -mutants $(MUTANTS) -seed $(MUTATE_SEED) -jobs $(MUTATE_JOBS) -only "$(MUTANT_IDS)" -out $(OUTPUT)/mutate -coverage $(COVER_OUTPUT)/e2e
 
 .PHONY: coverage-report
 coverage-report: ## Operator coverage: the counters of COVER=1 suites (_output/coverage/e2e) with the operator's unit and envtest tests, as _output/coverage/.

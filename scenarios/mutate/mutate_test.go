@@ -158,3 +158,12 @@ func TestJudgeInOrderStopsStartingAfterAnError(t *testing.T) {
 	assert.Equal(t, 2, int(started.Load()), "the job in progress ends; nothing new starts")
 	assert.Equal(t, 1, judged, "the outcome of the job in progress is kept")
 }
+
+func TestOnlyPicksTheNamedMutantsInTheOrderNamed(t *testing.T) {
+	cands := []Mutant{{File: "a.go", Line: 1, Operator: "drop-call"}, {File: "b.go", Line: 2, Operator: "zero-constant"}, {File: "b.go", Line: 2, Operator: "zero-constant", Start: 9}}
+	got, err := only(cands, []string{"b.go:2:zero-constant", "a.go:1:drop-call"})
+	require.NoError(t, err)
+	assert.Equal(t, []Mutant{cands[1], cands[2], cands[0]}, got, "every candidate with the ID")
+	_, err = only(cands, []string{"c.go:3:drop-call"})
+	require.EqualError(t, err, `no candidate mutant is "c.go:3:drop-call": the report and `+"`go run ./scenarios/cmd/gauntlet-mutate -list`"+` give their IDs (file:line:operator)`)
+}

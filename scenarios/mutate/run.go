@@ -54,6 +54,9 @@ type Options struct {
 	// Jobs is how many mutants are judged at once (at least 1), each in its own scratch copy
 	// (Out/workspace/<job>) with its own clusters.
 	Jobs int
+	// Only, when set, names the mutants to judge (Mutant.ID, as the report and -list give them),
+	// instead of Mutants picked by Seed: to see whether a new scenario kills a survivor.
+	Only []string
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -91,8 +94,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	logf("%d candidate mutants in %s and %s; judging %d (seed %d)", len(candidates),
-		strings.Join(GoTargets, ", "), strings.Join(TemplateTargets, ", "), o.Mutants, o.Seed)
+	if len(o.Only) > 0 {
+		if candidates, err = only(candidates, o.Only); err != nil {
+			return nil, err
+		}
+		o.Mutants = len(candidates)
+		logf("judging the %d mutants named", len(candidates))
+	} else {
+		logf("%d candidate mutants in %s and %s; judging %d (seed %d)", len(candidates),
+			strings.Join(GoTargets, ", "), strings.Join(TemplateTargets, ", "), o.Mutants, o.Seed)
+	}
 	jobs := make([]job, max(1, o.Jobs))
 	for i := range jobs {
 		jobs[i] = job{n: i + 1, scratch: filepath.Join(o.Out, "workspace", strconv.Itoa(i+1))}
@@ -104,8 +115,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(o.Seed, 0x6d7574616e74)) //nolint:gosec // G404: a reproducible sample, not a secret
-	rng.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
+	if len(o.Only) == 0 {
+		rng := rand.New(rand.NewPCG(o.Seed, 0x6d7574616e74)) //nolint:gosec // G404: a reproducible sample, not a secret
+		rng.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
+	}
 
 	r := &Report{Seed: o.Seed, Candidates: len(candidates), Jobs: len(jobs)}
 	judged := 0
@@ -125,6 +138,24 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	slices.SortStableFunc(r.Outcomes, func(a, b Outcome) int { return a.order - b.order })
 	r.Seconds = time.Since(start).Seconds()
 	return r, errors.Join(err, r.Write(o.Out))
+}
+
+// only are the candidates with the given IDs, in the order named; an ID no candidate has is an
+// error that says where to find them.
+func only(candidates []Mutant, ids []string) ([]Mutant, error) {
+	var out []Mutant
+	for _, id := range ids {
+		n := len(out)
+		for _, m := range candidates {
+			if m.ID() == id {
+				out = append(out, m)
+			}
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("no candidate mutant is %q: the report and `go run ./scenarios/cmd/gauntlet-mutate -list` give their IDs (file:line:operator)", id)
+		}
+	}
+	return out, nil
 }
 
 // job is one of the run's parallel lanes: its number (clusters and logs carry it) and its

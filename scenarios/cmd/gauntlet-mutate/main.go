@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/mutate"
@@ -25,6 +26,7 @@ func main() {
 	flag.IntVar(&o.Jobs, "jobs", 1, "how many mutants to judge at once, each in its own scratch copy and clusters (MUTATE_JOBS)")
 	flag.StringVar(&o.Coverage, "coverage", "_output/coverage/e2e", "per-suite coverage of the same sources (make e2e COVER=1); suites missing there get a baseline run")
 	list := flag.Bool("list", false, "print every candidate mutant and exit")
+	only := flag.String("only", "", "judge these mutants only, by ID (file:line:operator, as -list and the report give them), comma-separated (MUTANT_IDS)")
 	flag.Parse()
 	root, err := workspace.Root()
 	if err != nil {
@@ -40,6 +42,9 @@ func main() {
 			fmt.Printf("%s\t%s\n", m.ID(), m.Change)
 		}
 		return
+	}
+	if *only != "" {
+		o.Only = strings.Split(*only, ",")
 	}
 	if o.Mutants < 1 {
 		fail(fmt.Errorf("-mutants %d: judge at least one", o.Mutants))
