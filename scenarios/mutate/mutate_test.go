@@ -167,3 +167,12 @@ func TestOnlyPicksTheNamedMutantsInTheOrderNamed(t *testing.T) {
 	_, err = only(cands, []string{"c.go:3:drop-call"})
 	require.EqualError(t, err, `no candidate mutant is "c.go:3:drop-call": the report and `+"`go run ./scenarios/cmd/gauntlet-mutate -list`"+` give their IDs (file:line:operator)`)
 }
+
+func TestJobsBuildAndRunTheirOwnOperator(t *testing.T) {
+	one, two := suiteArgs(job{n: 1}, "hostile", "/out", ""), suiteArgs(job{n: 2}, "hostile", "/out", "")
+	assert.Contains(t, one, "--operator-version=mutant-1")
+	assert.Contains(t, two, "--operator-version=mutant-2", "another build directory: a job's pods never run the other job's mutant")
+	assert.Contains(t, one, "--cluster-name=mutate-1-hostile")
+	assert.Contains(t, two, "--cluster-name=mutate-2-hostile")
+	assert.Contains(t, suiteArgs(job{n: 1}, "hostile", "/out", "/cover"), "--cover-dir=/cover")
+}

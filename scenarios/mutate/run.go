@@ -309,20 +309,27 @@ func judge(ctx context.Context, o Options, j job, m Mutant, reach coverageMap, l
 	return out, true, nil
 }
 
-// runSuite runs one suite from job j's scratch copy with --fail-fast, in a cluster of the
-// job's own; killed is true when a scenario failed (by: its ID, or "setup" when the suite's
-// setup failed, or "suite" when it wrote no report; msg: the failure's first line). coverDir,
-// when set, collects coverage.
-func runSuite(ctx context.Context, j job, name, outDir, coverDir string) (killed bool, by, msg string, err error) {
-	workspace := j.scratch
+// suiteArgs are the `go test` arguments of suite name for job j. The operator's version and the
+// cluster are the job's own: the operator is built into a directory named after its version
+// (workspace.BuildOperator), and a pod that starts later in the suite runs whatever binary is
+// there then; jobs sharing one would run each other's mutants.
+func suiteArgs(j job, name, outDir, coverDir string) []string {
 	args := []string{"test", "-count=1", "-timeout", "30m", "./e2e/" + name, "-args",
-		"--provider=local", "--fail-fast", "--operator-version=mutant", "--e2e-output=" + outDir,
+		"--provider=local", "--fail-fast", fmt.Sprintf("--operator-version=mutant-%d", j.n), "--e2e-output=" + outDir,
 		fmt.Sprintf("--cluster-name=mutate-%d-%s", j.n, name)}
 	if coverDir != "" {
 		args = append(args, "--cover-dir="+coverDir)
 	}
-	env := []string{"GAUNTLET_ROOT=" + workspace, "GAUNTLET_FAILOVER_PLAN=quick"}
-	log, runErr := command(ctx, workspace, env, "go", args...)
+	return args
+}
+
+// runSuite runs one suite from job j's scratch copy with --fail-fast, with an operator and a
+// cluster of the job's own; killed is true when a scenario failed (by: its ID, or "setup" when the suite's
+// setup failed, or "suite" when it wrote no report; msg: the failure's first line). coverDir,
+// when set, collects coverage.
+func runSuite(ctx context.Context, j job, name, outDir, coverDir string) (killed bool, by, msg string, err error) {
+	env := []string{"GAUNTLET_ROOT=" + j.scratch, "GAUNTLET_FAILOVER_PLAN=quick"}
+	log, runErr := command(ctx, j.scratch, env, "go", suiteArgs(j, name, outDir, coverDir)...)
 	if ctx.Err() != nil {
 		return false, "", "", ctx.Err()
 	}
