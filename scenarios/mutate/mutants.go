@@ -159,11 +159,16 @@ func TemplateMutants(root, rel string) ([]Mutant, error) {
 	var out []Mutant
 	sc := bufio.NewScanner(bytes.NewReader(src))
 	offset := 0
+	inComment := false // inside a template comment, {{/* … */}}: nothing rendered, no mutant
 	for n := 1; sc.Scan(); n++ {
 		raw := sc.Text()
 		l := strings.TrimSpace(raw)
 		start := offset
 		offset += len(raw) + 1
+		if opens := strings.Contains(l, "{{/*") || strings.Contains(l, "{{- /*"); inComment || opens {
+			inComment = !strings.Contains(l, "*/}}") && !strings.Contains(l, "*/ -}}")
+			continue
+		}
 		if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, "{{") || l == "---" ||
 			strings.HasPrefix(l, "apiVersion:") || strings.HasPrefix(l, "kind:") || strings.HasPrefix(l, "name:") ||
 			strings.HasPrefix(l, "namespace:") || strings.HasSuffix(l, ":") {

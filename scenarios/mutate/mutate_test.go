@@ -73,6 +73,19 @@ func TestTemplateMutantsDropKeyLinesOnly(t *testing.T) {
 	assert.Equal(t, 9, ms[1].Line)
 }
 
+func TestTemplateMutantsSkipTemplateComments(t *testing.T) {
+	root := t.TempDir()
+	tpl := "{{- /*\nTopologies:\n- cluster-wide: a ClusterRole\n*/ -}}\n{{/* - inline: comment */}}\nrules:\n- nonResourceURLs: [\"/metrics/*\"]\n  verbs: [get]\n"
+	require.NoError(t, os.WriteFile(filepath.Join(root, "r.yaml"), []byte(tpl), 0o600))
+	ms, err := TemplateMutants(root, "r.yaml")
+	require.NoError(t, err)
+	var lines []int
+	for _, m := range ms {
+		lines = append(lines, m.Line)
+	}
+	assert.Equal(t, []int{7, 8}, lines, "what the chart renders, not what its comments say")
+}
+
 func TestCoverageMapFindsTheSuitesReachingALine(t *testing.T) {
 	profile := filepath.Join(t.TempDir(), "p.out")
 	require.NoError(t, os.WriteFile(profile, []byte("mode: atomic\n"+
