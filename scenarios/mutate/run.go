@@ -324,9 +324,9 @@ func suiteArgs(j job, name, outDir, coverDir string) []string {
 }
 
 // runSuite runs one suite from job j's scratch copy with --fail-fast, with an operator and a
-// cluster of the job's own; killed is true when a scenario failed (by: its ID, or "setup" when the suite's
-// setup failed, or "suite" when it wrote no report; msg: the failure's first line). coverDir,
-// when set, collects coverage.
+// cluster of the job's own; killed is true when a scenario failed (by: its ID, or "setup" when
+// the suite's setup failed, or "suite" when it wrote no report; msg: the failure's first line).
+// coverDir, when set, collects coverage.
 func runSuite(ctx context.Context, j job, name, outDir, coverDir string) (killed bool, by, msg string, err error) {
 	env := []string{"GAUNTLET_ROOT=" + j.scratch, "GAUNTLET_FAILOVER_PLAN=quick"}
 	log, runErr := command(ctx, j.scratch, env, "go", suiteArgs(j, name, outDir, coverDir)...)
