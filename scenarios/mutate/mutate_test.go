@@ -59,11 +59,17 @@ func TestApplyRejectsARangeOutsideTheFile(t *testing.T) {
 	require.ErrorContains(t, err, "mutant p.go:1:drop-call: range [5,50) outside the file's 5 bytes")
 }
 
-func TestTemplateMutantsDropKeyLinesOnly(t *testing.T) {
+// templateMutantsOf are the mutants of a chart template whose text is tpl.
+func templateMutantsOf(t *testing.T, tpl string) ([]Mutant, error) {
+	t.Helper()
 	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "t.yaml"), []byte(tpl), 0o600))
+	return TemplateMutants(root, "t.yaml")
+}
+
+func TestTemplateMutantsDropKeyLinesOnly(t *testing.T) {
 	tpl := "{{- if .Values.x }}\napiVersion: v1\nkind: Service\nmetadata:\n  name: x\nspec:\n  port: 443\n  args:\n  - --flag\n{{- end }}\n"
-	require.NoError(t, os.WriteFile(filepath.Join(root, "s.yaml"), []byte(tpl), 0o600))
-	ms, err := TemplateMutants(root, "s.yaml")
+	ms, err := templateMutantsOf(t, tpl)
 	require.NoError(t, err)
 	require.Len(t, ms, 2)
 	out, err := ms[0].Apply([]byte(tpl))
@@ -74,10 +80,8 @@ func TestTemplateMutantsDropKeyLinesOnly(t *testing.T) {
 }
 
 func TestTemplateMutantsSkipTemplateComments(t *testing.T) {
-	root := t.TempDir()
 	tpl := "{{- /*\nTopologies:\n- cluster-wide: a ClusterRole\n*/ -}}\n{{/* - inline: comment */}}\nrules:\n- nonResourceURLs: [\"/metrics/*\"]\n  verbs: [get]\n"
-	require.NoError(t, os.WriteFile(filepath.Join(root, "r.yaml"), []byte(tpl), 0o600))
-	ms, err := TemplateMutants(root, "r.yaml")
+	ms, err := templateMutantsOf(t, tpl)
 	require.NoError(t, err)
 	var lines []int
 	for _, m := range ms {

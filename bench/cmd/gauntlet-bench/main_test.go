@@ -32,17 +32,21 @@ func TestParseRates(t *testing.T) {
 	}
 }
 
+// writeRun writes a result.json of run name under dir with one step, direct/validate-dgd @ 100
+// req/s, at the given percentiles, and returns its path.
+func writeRun(t *testing.T, dir, name string, p50, p99 float64) string {
+	t.Helper()
+	path := filepath.Join(dir, name, result.FileName)
+	require.NoError(t, result.Write(path, result.Result{Run: name, Steps: []result.Step{{
+		StepSpec: result.StepSpec{Name: "direct/validate-dgd", Mode: result.Direct, Rate: 100},
+		Requests: 1000, SuccessRatio: 1, AchievedRate: 100, P50Ms: p50, P99Ms: p99,
+	}}}))
+	return path
+}
+
 func TestCompareCommandFailsOnRegressionOnly(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name string, p99 float64) string {
-		path := filepath.Join(dir, name, result.FileName)
-		require.NoError(t, result.Write(path, result.Result{Run: name, Steps: []result.Step{{
-			StepSpec: result.StepSpec{Name: "direct/validate-dgd", Mode: result.Direct, Rate: 100},
-			Requests: 1000, SuccessRatio: 1, P50Ms: 0.4, P99Ms: p99,
-		}}}))
-		return path
-	}
-	base, rerun, slow := write("base", 2), write("rerun", 2.3), write("slow", 7)
+	base, rerun, slow := writeRun(t, dir, "base", 0.4, 2), writeRun(t, dir, "rerun", 0.4, 2.3), writeRun(t, dir, "slow", 0.4, 7)
 
 	require.NoError(t, compareCommand([]string{"--base", base, "--current", rerun}))
 	md := filepath.Join(dir, "cmp.md")
@@ -84,16 +88,8 @@ func TestShortRev(t *testing.T) {
 
 func TestCompareABJudgesWithTheABToleranceDefaultsUnderTheFlagsGiven(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name string, p50 float64) string {
-		path := filepath.Join(dir, name, result.FileName)
-		require.NoError(t, result.Write(path, result.Result{Run: name, Steps: []result.Step{{
-			StepSpec: result.StepSpec{Name: "direct/validate-dgd", Mode: result.Direct, Rate: 100},
-			Requests: 1000, SuccessRatio: 1, AchievedRate: 100, P50Ms: p50, P99Ms: 5,
-		}}}))
-		return path
-	}
 	// p50 2 ms → 2.8 ms: +40 % and +0.8 ms, above the A/B run's +25 % and 0.5 ms, one window each side (no test).
-	a, b := write("a", 2), write("b", 2.8)
+	a, b := writeRun(t, dir, "a", 2, 5), writeRun(t, dir, "b", 2.8, 5)
 	require.ErrorIs(t, compareCommand([]string{"--ab", "--base", a, "--current", b}), errRegressed, "the A/B run's p50 tolerance")
 	require.NoError(t, compareCommand([]string{"--ab", "--base", a, "--current", b, "--p50-ratio", "0.5"}), "a tolerance given on the command line wins")
 	require.NoError(t, compareCommand([]string{"--ab=false", "--base", a, "--current", b}), "without --ab, the stored-baseline tolerances")
