@@ -55,10 +55,10 @@ func RunAB(ctx context.Context, pair *testbed.Pair, cfg Config, name string, rev
 // dry-run create through the API server) runs on both sides interleaved in
 // cfg.Segments segments each, A B B A … and B A A B … by turns
 // (load.RunABStep), so the machine's drift over the run falls on both sides
-// alike. The control and floor dry-run ladders
-// do not depend on the operator: they run once per rate and go into both
-// sides' steps, marked Shared. The direct control ladder, whose only use is to relate a run to a
-// stored baseline's machine, is not run. A mode's ladders stop after the rate
+// alike. The control and floor dry-run ladders do not depend on the operator:
+// they run once per rate and go into both sides' steps, marked Shared. The
+// direct control ladder, whose only use is to relate a run to a stored
+// baseline's machine, is not run. A mode's ladders stop after the rate
 // at which either side saturated (Config.SaturationP50).
 func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []result.Step, err error) {
 	progress := load.Progress{W: cfg.Progress, Start: time.Now()}

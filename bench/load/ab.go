@@ -31,6 +31,10 @@ type ABPlan struct {
 	Order int
 }
 
+// ValidSegments reports whether n segments per side can take turns in pairs
+// (A B B A): n is even and at least 2.
+func ValidSegments(n int) bool { return n >= 2 && n%2 == 0 }
+
 // sequence is the side (0: A, 1: B) of each of the 2 × Segments segments in
 // the order they run: A B B A A B B A … for an even Order.
 func (p ABPlan) sequence() []int {
@@ -49,7 +53,7 @@ func (p ABPlan) sequence() []int {
 // windows and B's windows line up in time — A's k-th segment beside B's k-th
 // — which is what result.CompareAB pairs.
 func RunABStep(ctx context.Context, a, b Workload, rate float64, opts StepOptions, plan ABPlan, progress Progress) (sa, sb result.Step, err error) {
-	if plan.Segments < 2 || plan.Segments%2 != 0 {
+	if !ValidSegments(plan.Segments) {
 		return result.Step{}, result.Step{}, fmt.Errorf("A/B step @ %g req/s: %d segments per side; it must be even and at least 2", rate, plan.Segments)
 	}
 	segment := opts

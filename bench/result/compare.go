@@ -161,29 +161,33 @@ type Shift struct {
 // Tested reports whether the rank test was applied.
 func (s Shift) Tested() bool { return s.PGreater > 0 }
 
-// growthP is the p-value a growth is judged by: QGreater when the run's
-// tests were adjusted together (CompareAB), the test's own otherwise.
+// adjusted reports whether the run's tests were adjusted together
+// (CompareAB): then QGreater and QLess, not PGreater and PLess, decide.
+func (s Shift) adjusted() bool { return s.Tests > 1 }
+
+// growthP is the p-value a growth is judged by: QGreater when adjusted, the
+// test's own otherwise.
 func (s Shift) growthP() float64 {
-	if s.Tests > 1 {
+	if s.adjusted() {
 		return s.QGreater
 	}
 	return s.PGreater
 }
 
-// pName is the name of the p-value growthP and dropP give: "q" when adjusted.
-func (s Shift) pName() string {
-	if s.Tests > 1 {
-		return "q"
-	}
-	return "p"
-}
-
 // dropP is the same for a drop.
 func (s Shift) dropP() float64 {
-	if s.Tests > 1 {
+	if s.adjusted() {
 		return s.QLess
 	}
 	return s.PLess
+}
+
+// pName is the name of the p-value growthP and dropP give: "q" when adjusted.
+func (s Shift) pName() string {
+	if s.adjusted() {
+		return "q"
+	}
+	return "p"
 }
 
 // Comparison is a run judged against a baseline.
@@ -406,10 +410,10 @@ func (sh Shift) describe(label string, falling bool) string {
 		} else {
 			notes = append(notes, fmt.Sprintf("U test p=%.3g over %d+%d windows", p, sh.Windows[0], sh.Windows[1]))
 		}
-		if sh.Tests > 1 {
-			q := sh.QGreater
+		if sh.adjusted() {
+			q := sh.growthP()
 			if falling {
-				q = sh.QLess
+				q = sh.dropP()
 			}
 			notes = append(notes, fmt.Sprintf("q=%.3g adjusted for the run's %d tests", q, sh.Tests))
 		}

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/bench/benchmark"
+	"github.com/gauntlet-dev/gauntlet/bench/load"
 	"github.com/gauntlet-dev/gauntlet/bench/report"
 	"github.com/gauntlet-dev/gauntlet/bench/result"
 	"github.com/gauntlet-dev/gauntlet/bench/testbed"
@@ -385,7 +386,7 @@ func abCommand(ctx context.Context, args []string) error {
 	if err := settings.apply(&cfg); err != nil {
 		return err
 	}
-	if *segments < 2 || *segments%2 != 0 {
+	if !load.ValidSegments(*segments) {
 		return usageError{fmt.Errorf("--segments=%d: must be even and at least 2 (the sides take turns in pairs: A B B A)", *segments)}
 	}
 	if *segmentWarmup < 0 {
