@@ -37,7 +37,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
-// Features are the hostile-input scenarios H1–H7.
+// Features are the hostile-input scenarios H1–H8.
 func Features() []types.Feature {
 	return []types.Feature{
 		malformedBodies(),
@@ -47,6 +47,8 @@ func Features() []types.Feature {
 		slowClients(),
 		tlsPolicy(),
 		probePaths(),
+		// Last: it stops the pod the others send their input to.
+		requestAcrossStop(),
 	}
 }
 
