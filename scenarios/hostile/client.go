@@ -80,12 +80,19 @@ func exchange(ctx context.Context, conn net.Conn, req request, wait time.Duratio
 	wg.Go(func() { _ = writeRequest(conn, req) })
 	defer wg.Wait() // the writer ends once conn is closed (deferred first)
 
-	br := bufio.NewReader(conn)
+	a := readAnswer(conn, bufio.NewReader(conn), start, wait)
+	_ = conn.Close()
+	return a
+}
+
+// readAnswer reads the response to a request begun at start from br, conn's reader, waiting
+// at most wait (for the message); when the response says the server closes the connection, it
+// checks that it does.
+func readAnswer(conn net.Conn, br *bufio.Reader, start time.Time, wait time.Duration) answer {
 	resp, err := http.ReadResponse(br, nil)
 	a := answer{took: time.Since(start)}
 	if err != nil {
 		a.err = describeReadError(err, wait)
-		_ = conn.Close()
 		return a
 	}
 	a.status, a.header = resp.StatusCode, resp.Header
@@ -98,7 +105,6 @@ func exchange(ctx context.Context, conn net.Conn, req request, wait time.Duratio
 		_, rerr := br.ReadByte()
 		a.closed = rerr != nil && !isTimeout(rerr)
 	}
-	_ = conn.Close()
 	return a
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -103,7 +102,7 @@ func answeredAcrossDrain(ctx context.Context, t *testing.T, e *env) {
 	_ = conn.SetDeadline(time.Now().Add(bodyTimeout))
 	start := time.Now()
 	_, werr := conn.Write(body[half:])
-	a := readAnswer(br, start)
+	a := readAnswer(conn, br, start, bodyTimeout)
 	if werr != nil && a.err == nil {
 		a.err = werr
 	}
@@ -115,32 +114,18 @@ func answeredAcrossDrain(ctx context.Context, t *testing.T, e *env) {
 	suite.Note(ctx, t, "secondsFromDeletionToDrainTimeout", time.Since(deleted).Round(100*time.Millisecond).Seconds())
 }
 
-// roundTrip writes req on conn and reads its answer.
+// roundTrip writes req on conn and reads its answer from br, conn's reader.
 func roundTrip(conn net.Conn, br *bufio.Reader, req request) answer {
 	start := time.Now()
 	if err := writeRequest(conn, req); err != nil {
 		return answer{took: time.Since(start), err: err}
 	}
-	return readAnswer(br, start)
-}
-
-// readAnswer reads one response from br; closed is what the response says (Connection: close).
-func readAnswer(br *bufio.Reader, start time.Time) answer {
-	resp, err := http.ReadResponse(br, nil)
-	a := answer{took: time.Since(start)}
-	if err != nil {
-		a.err = describeReadError(err, bodyTimeout)
-		return a
-	}
-	a.status, a.header, a.closed = resp.StatusCode, resp.Header, resp.Close
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, answerPrefix))
-	_ = resp.Body.Close()
-	a.body = string(b)
-	return a
+	return readAnswer(conn, br, start, answerBound)
 }
 
 // judgeReviewAnswer says what is wrong with a, the answer to the admission review body ("" if
-// nothing): HTTP 200, an AdmissionReview answering the request's uid, `Connection: close`.
+// nothing): HTTP 200, an AdmissionReview answering the request's uid, and the connection
+// closed after it (`Connection: close`).
 func judgeReviewAnswer(a answer, body []byte) string {
 	var req struct {
 		Request struct {
@@ -164,7 +149,7 @@ func judgeReviewAnswer(a answer, body []byte) string {
 	case got.Response.UID != req.Request.UID:
 		return fmt.Sprintf("the answer is for uid %q, the request's is %q", got.Response.UID, req.Request.UID)
 	case !a.closed:
-		return fmt.Sprintf("no `Connection: close` (Connection: %q)", a.header.Get("Connection"))
+		return fmt.Sprintf("the connection left open (Connection: %q)", a.header.Get("Connection"))
 	}
 	return ""
 }
