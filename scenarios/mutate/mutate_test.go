@@ -121,12 +121,13 @@ func TestCoverageMapFindsTheRestOfAStatementAfterAFunctionLiteral(t *testing.T) 
 func TestReportListsSurvivorsFirst(t *testing.T) {
 	r := &Report{Seed: 3, Candidates: 10, NotViable: 1, Outcomes: []Outcome{
 		{Mutant: Mutant{File: "a.go", Line: 1, Operator: OpDropCall, Change: "`x()` removed"}, Killed: true, By: "C3", Suite: "autocert", Message: "expected a | b"},
-		{Mutant: Mutant{File: "b.go", Line: 2, Operator: OpZeroConstant, Change: "`5` → `0`"}},
+		{Mutant: Mutant{File: "b.go", Line: 2, Operator: OpZeroConstant, Change: "`5` → `0`"}, NotRepeated: []string{"P3 (autocert): expected 0 failed admissions"}},
 	}}
 	md := r.Markdown()
 	assert.Contains(t, md, "mutation score 50 %: 1 of 2 mutants killed, 1 survived (seed 3; 1 more did not compile; 10 candidates")
 	assert.Contains(t, md, "| `b.go:2:zero-constant` | `5` → `0` | none reaches this line |")
 	assert.Contains(t, md, "killed by C3 (autocert): expected a \\| b")
+	assert.Contains(t, md, "**survived**; failed once, passed when run again alone (not a kill): P3 (autocert): expected 0 failed admissions")
 }
 
 func TestJudgeInOrderJudgesTheFirstViableCandidatesWhateverTheJobs(t *testing.T) {
@@ -186,10 +187,43 @@ func TestOnlyPicksTheNamedMutantsInTheOrderNamed(t *testing.T) {
 }
 
 func TestJobsBuildAndRunTheirOwnOperator(t *testing.T) {
-	one, two := suiteArgs(job{n: 1}, "hostile", "/out", ""), suiteArgs(job{n: 2}, "hostile", "/out", "")
+	one, two := suiteArgs(job{n: 1}, suiteRun{suite: "hostile", out: "/out"}), suiteArgs(job{n: 2}, suiteRun{suite: "hostile", out: "/out"})
 	assert.Contains(t, one, "--operator-version=mutant-1")
 	assert.Contains(t, two, "--operator-version=mutant-2", "another build directory: a job's pods never run the other job's mutant")
 	assert.Contains(t, one, "--cluster-name=mutate-1-hostile")
 	assert.Contains(t, two, "--cluster-name=mutate-2-hostile")
-	assert.Contains(t, suiteArgs(job{n: 1}, "hostile", "/out", "/cover"), "--cover-dir=/cover")
+	assert.Contains(t, suiteArgs(job{n: 1}, suiteRun{suite: "hostile", out: "/out", cover: "/cover"}), "--cover-dir=/cover")
+	assert.Contains(t, suiteArgs(job{n: 1}, suiteRun{suite: "autocert", out: "/out", scenario: "P3"}), "--labels=scenario=P3", "a failure that must repeat runs again alone")
+}
+
+func TestALoadFailureKillsOnlyWhenItRepeats(t *testing.T) {
+	type call struct{ suite, scenario string }
+	fails := func(script map[call]string) (suiteRunner, *[]call) {
+		var calls []call
+		return func(r suiteRun) (bool, string, string, error) {
+			c := call{r.suite, r.scenario}
+			calls = append(calls, c)
+			by, ok := script[c]
+			return ok, by, "expected 0 failed admissions", nil
+		}, &calls
+	}
+	suites := []string{"certmanager", "autocert"}
+	quiet := func(string, ...any) {}
+
+	run, calls := fails(map[call]string{{"certmanager", ""}: "P3", {"autocert", ""}: "A1"})
+	out := Outcome{}
+	require.NoError(t, runUntilKilled(&out, suites, "/runs/m", run, quiet))
+	assert.Equal(t, []call{{"certmanager", ""}, {"certmanager", "P3"}, {"autocert", ""}}, *calls, "P3 runs again alone; A1 is not repeated")
+	assert.True(t, out.Killed)
+	assert.Equal(t, "A1", out.By, "the P3 failure that did not repeat is not the kill")
+	assert.Equal(t, []string{"P3 (certmanager): expected 0 failed admissions"}, out.NotRepeated)
+
+	run, calls = fails(map[call]string{{"certmanager", ""}: "P3", {"certmanager", "P3"}: "P3"})
+	out = Outcome{}
+	require.NoError(t, runUntilKilled(&out, suites, "/runs/m", run, quiet))
+	assert.Equal(t, []call{{"certmanager", ""}, {"certmanager", "P3"}}, *calls)
+	assert.True(t, out.Killed)
+	assert.Equal(t, "P3", out.By, "a P3 failure that repeats kills")
+	assert.Empty(t, out.NotRepeated)
+	assert.Equal(t, []string{"certmanager"}, out.Suites)
 }

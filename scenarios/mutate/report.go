@@ -71,6 +71,9 @@ func (r *Report) Markdown() string {
 		if o.Killed {
 			verdict = fmt.Sprintf("killed by %s (%s): %s", o.By, o.Suite, cell(o.Message))
 		}
+		if len(o.NotRepeated) > 0 {
+			verdict += fmt.Sprintf("; failed once, passed when run again alone (not a kill): %s", cell(strings.Join(o.NotRepeated, "; ")))
+		}
 		fmt.Fprintf(&b, "| %d | `%s` | %s | %s | %.0f s |\n", i+1, o.Mutant.ID(), cell(o.Mutant.Change), verdict, o.Seconds)
 	}
 	return b.String()

@@ -72,8 +72,11 @@ type Outcome struct {
 	Suite   string `json:"suite,omitempty"`
 	Message string `json:"message,omitempty"`
 	// Suites are the suites run against it; none when no suite reaches its line.
-	Suites  []string `json:"suites"`
-	Seconds float64  `json:"seconds"`
+	Suites []string `json:"suites"`
+	// NotRepeated are the failures that did not kill it because they did not repeat
+	// (mustRepeat): "P3 (certmanager): expected 0 failed admissions …".
+	NotRepeated []string `json:"notRepeated,omitempty"`
+	Seconds     float64  `json:"seconds"`
 	// order is the mutant's place among the shuffled candidates: the report's order.
 	order int
 }
@@ -292,48 +295,87 @@ func judge(ctx context.Context, o Options, j job, m Mutant, reach coverageMap, l
 	if len(suites) == 0 {
 		logf("mutant %s %s: no suite reaches line %d", m.ID(), m.Change, m.Line)
 	}
-	for _, s := range suites {
-		logf("job %d: mutant %s %s: suite %s …", j.n, m.ID(), m.Change, s)
-		out.Suites = append(out.Suites, s)
-		dir := filepath.Join(o.Out, "runs", strings.NewReplacer("/", "_", ":", "_").Replace(m.ID()))
-		killed, by, msg, rerr := runSuite(ctx, j, s, dir, "")
-		if rerr != nil {
-			return out, false, rerr
-		}
-		if killed {
-			out.Killed, out.By, out.Suite, out.Message = true, by, s, msg
-			break
-		}
+	dir := filepath.Join(o.Out, "runs", strings.NewReplacer("/", "_", ":", "_").Replace(m.ID()))
+	run := func(r suiteRun) (bool, string, string, error) { return runSuite(ctx, j, r) }
+	if err := runUntilKilled(&out, suites, dir, run, func(format string, args ...any) {
+		logf("job %d: mutant %s: "+format, append([]any{j.n, m.ID()}, args...)...)
+	}); err != nil {
+		return out, false, err
 	}
 	out.Seconds = time.Since(start).Seconds()
 	return out, true, nil
 }
 
-// suiteArgs are the `go test` arguments of suite name for job j. The operator's version and the
+// suiteRunner runs one suite run against a mutant (runSuite in a job's scratch copy).
+type suiteRunner func(r suiteRun) (killed bool, by, msg string, err error)
+
+// runUntilKilled runs suites in order against out's mutant, reports into dir, until one kills
+// it; a failure that must repeat (mustRepeat) and does not is noted in out.NotRepeated, and
+// the next suite runs.
+func runUntilKilled(out *Outcome, suites []string, dir string, run suiteRunner, logf func(string, ...any)) error {
+	for _, s := range suites {
+		logf("%s: suite %s …", out.Mutant.Change, s)
+		out.Suites = append(out.Suites, s)
+		killed, by, msg, err := run(suiteRun{suite: s, out: dir})
+		if err == nil && killed && mustRepeat(by) {
+			logf("%s failed (%s); it measures under load, so it runs again alone …", by, msg)
+			if killed, _, _, err = run(suiteRun{suite: s, out: filepath.Join(dir, "again"), scenario: by}); err == nil && !killed {
+				logf("%s passed when run again: not a kill", by)
+				out.NotRepeated = append(out.NotRepeated, fmt.Sprintf("%s (%s): %s", by, s, msg))
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if killed {
+			out.Killed, out.By, out.Suite, out.Message = true, by, s, msg
+			return nil
+		}
+	}
+	return nil
+}
+
+// mustRepeat says whether a failure of scenario id kills a mutant only when it repeats. The P
+// scenarios (CATALOG.md §P) count failed admissions under constant load for a minute or more,
+// and on a shared 2-core machine a stall fails them now and then whatever the operator: in the
+// fourth run P3 failed against a mutant of a denial's cause type (316 of 3,479 admissions
+// failed with `server closed idle connection` at a load average of 8). Such a failure kills
+// only when the scenario, run again alone against the same mutant, fails again.
+func mustRepeat(id string) bool { return strings.HasPrefix(id, "P") }
+
+// suiteRun is one run of a suite: its reports go to out/<suite>; with cover set, the
+// operator's coverage to cover/<suite>; with scenario set, only that scenario runs.
+type suiteRun struct {
+	suite, out, cover, scenario string
+}
+
+// suiteArgs are the `go test` arguments of run r for job j. The operator's version and the
 // cluster are the job's own: the operator is built into a directory named after its version
 // (workspace.BuildOperator), and a pod that starts later in the suite runs whatever binary is
 // there then; jobs sharing one would run each other's mutants.
-func suiteArgs(j job, name, outDir, coverDir string) []string {
-	args := []string{"test", "-count=1", "-timeout", "30m", "./e2e/" + name, "-args",
-		"--provider=local", "--fail-fast", fmt.Sprintf("--operator-version=mutant-%d", j.n), "--e2e-output=" + outDir,
-		fmt.Sprintf("--cluster-name=mutate-%d-%s", j.n, name)}
-	if coverDir != "" {
-		args = append(args, "--cover-dir="+coverDir)
+func suiteArgs(j job, r suiteRun) []string {
+	args := []string{"test", "-count=1", "-timeout", "30m", "./e2e/" + r.suite, "-args",
+		"--provider=local", "--fail-fast", fmt.Sprintf("--operator-version=mutant-%d", j.n), "--e2e-output=" + r.out,
+		fmt.Sprintf("--cluster-name=mutate-%d-%s", j.n, r.suite)}
+	if r.cover != "" {
+		args = append(args, "--cover-dir="+r.cover)
+	}
+	if r.scenario != "" {
+		args = append(args, "--labels="+suite.LabelScenario+"="+r.scenario)
 	}
 	return args
 }
 
-// runSuite runs one suite from job j's scratch copy with --fail-fast, with an operator and a
-// cluster of the job's own; killed is true when a scenario failed (by: its ID, or "setup" when
-// the suite's setup failed, or "suite" when it wrote no report; msg: the failure's first line).
-// coverDir, when set, collects coverage.
-func runSuite(ctx context.Context, j job, name, outDir, coverDir string) (killed bool, by, msg string, err error) {
+// runSuite runs r from job j's scratch copy with --fail-fast, with an operator and a cluster
+// of the job's own; killed is true when a scenario failed (by: its ID, or "setup" when the
+// suite's setup failed, or "suite" when it wrote no report; msg: the failure's first line).
+func runSuite(ctx context.Context, j job, r suiteRun) (killed bool, by, msg string, err error) {
 	env := []string{"GAUNTLET_ROOT=" + j.scratch, "GAUNTLET_FAILOVER_PLAN=quick"}
-	log, runErr := command(ctx, j.scratch, env, "go", suiteArgs(j, name, outDir, coverDir)...)
+	log, runErr := command(ctx, j.scratch, env, "go", suiteArgs(j, r)...)
 	if ctx.Err() != nil {
 		return false, "", "", ctx.Err()
 	}
-	sum, rerr := report.ReadSummary(filepath.Join(outDir, name, report.SummaryFile))
+	sum, rerr := report.ReadSummary(filepath.Join(r.out, r.suite, report.SummaryFile))
 	if rerr != nil {
 		if runErr != nil {
 			// No summary at all: the suite did not get as far as reporting (the mutant broke
@@ -413,7 +455,7 @@ func runBaselines(ctx context.Context, suites []string, jobs []job, baseline str
 			defer func() { lanes <- j; wg.Done() }()
 			logf("job %d: baseline suite %s with coverage …", j.n, s)
 			start := time.Now()
-			killed, by, msg, err := runSuite(ctx, j, s, baseline, filepath.Join(baseline, "coverage"))
+			killed, by, msg, err := runSuite(ctx, j, suiteRun{suite: s, out: baseline, cover: filepath.Join(baseline, "coverage")})
 			if err == nil && killed {
 				err = fmt.Errorf("suite %s fails without any mutant (%s: %s): fix it before mutation testing", s, by, msg)
 			}

@@ -35,7 +35,10 @@ type logLines struct {
 	lines []map[string]any
 }
 
-func (l *logLines) logger() logr.Logger {
+func (l *logLines) logger() logr.Logger { return l.loggerAt(0) }
+
+// loggerAt is logger with V(verbosity) lines enabled.
+func (l *logLines) loggerAt(verbosity int) logr.Logger {
 	return funcr.NewJSON(func(obj string) {
 		var line map[string]any
 		if err := json.Unmarshal([]byte(obj), &line); err != nil {
@@ -44,7 +47,7 @@ func (l *logLines) logger() logr.Logger {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.lines = append(l.lines, line)
-	}, funcr.Options{})
+	}, funcr.Options{Verbosity: verbosity})
 }
 
 // find returns the lines whose "msg" is msg.

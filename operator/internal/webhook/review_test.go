@@ -201,3 +201,48 @@ func TestRequestLoggerNamesTheRequest(t *testing.T) {
 		"resource": map[string]any{"group": "nvidia.com", "version": "v1alpha1", "resource": "dynamographdeployments"},
 	}, got[0])
 }
+
+// brokenWriter is a client gone before its answer: every write fails.
+type brokenWriter struct{ header http.Header }
+
+func (w *brokenWriter) Header() http.Header       { return w.header }
+func (w *brokenWriter) Write([]byte) (int, error) { return 0, errors.New("write: broken pipe") }
+func (w *brokenWriter) WriteHeader(int)           {}
+
+// The one-decode path logs what controller-runtime's admission.Webhook logs: at level 5 the
+// request (with its request logger's fields) and the answer; at any level a response it could
+// not write. No e2e suite sees these lines: the chart logs at info, and a client must leave
+// exactly while its answer is written.
+func TestOneDecodeLogsAsControllerRuntime(t *testing.T) {
+	served, _ := registeredHooks(t)
+	const mutate = "/mutate-nvidia-com-v1alpha1-dynamographdeployment"
+	a := served[mutate].(guarded).next.(admissionReviews)
+	body := review(t, admissionv1.Create, gvkDGD, "dynamographdeployments", validDGD(), nil)
+	post := func() *http.Request {
+		r := httptest.NewRequest(http.MethodPost, mutate, bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		return r
+	}
+
+	var lines logLines
+	a.webhookLog = lines.loggerAt(5)
+	a.ServeHTTP(httptest.NewRecorder(), post())
+	const uid = "3f0c1b0e-6f25-4d2a-9a61-8f1d3f2c7a10"
+	if received := lines.find("received request"); assert.Len(t, received, 1, "%v", lines.lines) {
+		assert.Equal(t, uid, received[0]["requestID"], "the request logger's fields")
+		assert.Contains(t, received[0], "user")
+	}
+	if wrote := lines.find("wrote response"); assert.Len(t, wrote, 1, "%v", lines.lines) {
+		assert.Equal(t, uid, wrote[0]["requestID"])
+		assert.Equal(t, true, wrote[0]["allowed"])
+	}
+
+	var broken logLines
+	a.webhookLog = broken.logger()
+	a.ServeHTTP(&brokenWriter{header: http.Header{}}, post())
+	if failed := broken.find("unable to encode and write the response"); assert.Len(t, failed, 1, "%v", broken.lines) {
+		assert.Equal(t, "write: broken pipe", failed[0]["error"])
+	}
+	assert.Len(t, broken.find("still unable to encode and write the InternalServerError response"), 1, "%v", broken.lines)
+	assert.Empty(t, broken.find("wrote response"), "a level-5 line at level 0")
+}
