@@ -98,20 +98,21 @@ func answeredAcrossDrain(ctx context.Context, t *testing.T, e *env) {
 		expect.Fatalf(t, "could not arrange H8: the drain had already timed out when %s was sent (%s after the pod's deletion; the pod logged %s); the log reached this machine too late", arriving.what, time.Since(deleted).Round(time.Millisecond), line)
 	}
 	timedOut := logs.await(t, drainTimedOutLine, "while "+arriving.what+" was in progress")
+	suite.Note(ctx, t, "secondsFromDeletionToDrainTimeout", time.Since(deleted).Round(100*time.Millisecond).Seconds())
 
 	_ = conn.SetDeadline(time.Now().Add(bodyTimeout))
 	start := time.Now()
-	_, werr := conn.Write(body[half:])
-	a := readAnswer(conn, br, start, bodyTimeout)
-	if werr != nil && a.err == nil {
-		a.err = werr
+	var a answer
+	if _, err := conn.Write(body[half:]); err != nil {
+		a = answer{took: time.Since(start), err: fmt.Errorf("writing the rest of the body: %w", err)}
+	} else {
+		a = readAnswer(conn, br, start, bodyTimeout)
 	}
 	want := "HTTP 200 with the AdmissionReview's answer (its uid) and `Connection: close`"
 	if got := judgeReviewAnswer(a, body); got != "" {
 		expect.Errorf(t, "expected %s, still arriving when the drain timed out, to be answered %s with %s: a connection in use is served to its end; saw %s (%s). The pod logged %s",
 			arriving.what, direct.name, want, a, got, timedOut)
 	}
-	suite.Note(ctx, t, "secondsFromDeletionToDrainTimeout", time.Since(deleted).Round(100*time.Millisecond).Seconds())
 }
 
 // roundTrip writes req on conn and reads its answer from br, conn's reader.
