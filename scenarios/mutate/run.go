@@ -349,10 +349,10 @@ type suiteRun struct {
 	suite, out, cover, scenario string
 }
 
-// suiteArgs are the `go test` arguments of run r for job j. The operator's version and the
-// cluster are the job's own: the operator is built into a directory named after its version
-// (workspace.BuildOperator), and a pod that starts later in the suite runs whatever binary is
-// there then; jobs sharing one would run each other's mutants.
+// suiteArgs are the `go test` arguments of run r for job j, with a cluster and an operator
+// version of the job's own (the operator stamps its version on what it admits, so a job's
+// objects name it). Each job's operator binary is its own too: BuildOperator builds into a
+// directory per workspace, and each job has its scratch copy.
 func suiteArgs(j job, r suiteRun) []string {
 	args := []string{"test", "-count=1", "-timeout", "30m", "./e2e/" + r.suite, "-args",
 		"--provider=local", "--fail-fast", fmt.Sprintf("--operator-version=mutant-%d", j.n), "--e2e-output=" + r.out,

@@ -3,6 +3,7 @@
 package workspace
 
 import (
+	"crypto/sha256"
 	"context"
 	"errors"
 	"fmt"
@@ -161,21 +162,33 @@ func Build(ctx context.Context, outDir string, o BuildOptions, pkgs ...string) (
 }
 
 // BuildOperator builds dynamo-operator with version stamped in (the mutating webhook records it
-// on DynamoGraphDeployments) and returns its path, BinDir()/dynamo-operator-<version>/dynamo-operator:
-// one directory per version, so clusters running different versions never replace each other's
-// executable. With cover the binary is coverage-instrumented (BuildOptions.Cover) and has a
-// directory of its own, dynamo-operator-<version>-cover.
+// on DynamoGraphDeployments) from the workspace (Root) and returns its path,
+// BinDir()/<OperatorDir>/dynamo-operator: one directory per workspace and version, so clusters
+// running other sources or another version never replace each other's executable (a pod that
+// starts later runs whatever binary is there then).
 func BuildOperator(ctx context.Context, version string, cover bool) (string, error) {
-	dir := "dynamo-operator-" + version
-	if cover {
-		dir += "-cover"
+	root, err := Root()
+	if err != nil {
+		return "", err
 	}
-	built, err := Build(ctx, filepath.Join(BinDir(), dir), BuildOptions{OperatorVersion: version, Cover: cover}, OperatorPackage)
-
+	outDir := filepath.Join(BinDir(), OperatorDir(root, version, cover))
+	built, err := Build(ctx, outDir, BuildOptions{Root: root, OperatorVersion: version, Cover: cover}, OperatorPackage)
 	if err != nil {
 		return "", err
 	}
 	return built[OperatorPackage], nil
+}
+
+// OperatorDir names the directory of BinDir() that BuildOperator builds into:
+// dynamo-operator-<version>-<workspace> (the workspace: the first 8 hex digits of the SHA-256
+// of its root's path), with -cover for a coverage-instrumented binary (BuildOptions.Cover).
+func OperatorDir(root, version string, cover bool) string {
+	sum := sha256.Sum256([]byte(root))
+	dir := fmt.Sprintf("dynamo-operator-%s-%x", version, sum[:4])
+	if cover {
+		dir += "-cover"
+	}
+	return dir
 }
 
 var versionPattern = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z.+_-]*$`)

@@ -42,3 +42,12 @@ func TestKubernetesVersionIsTheDefault(t *testing.T) {
 	require.NoError(t, err, "hack/k8s-module.sh --newest")
 	assert.Equal(t, KubernetesVersion, strings.TrimSpace(string(out)), "workspace.KubernetesVersion must be the default K8S_VERSION (newest under hack/tools/k8s)")
 }
+
+func TestEveryWorkspaceBuildsItsOwnOperator(t *testing.T) {
+	main, scratch := OperatorDir("/work/main", "dev", false), OperatorDir("/work/main/_output/mutate/workspace/1", "dev", false)
+	assert.NotEqual(t, main, scratch, "two workspaces building one version: a pod of one must never run the other's binary")
+	assert.Equal(t, main, OperatorDir("/work/main", "dev", false), "one workspace and version: one directory, reused")
+	assert.NotEqual(t, main, OperatorDir("/work/main", "v2", false))
+	assert.Equal(t, main+"-cover", OperatorDir("/work/main", "dev", true))
+	assert.Regexp(t, `^dynamo-operator-dev-[0-9a-f]{8}$`, main)
+}
