@@ -3,8 +3,8 @@
 package workspace
 
 import (
-	"crypto/sha256"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
