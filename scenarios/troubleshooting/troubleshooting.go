@@ -40,7 +40,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
-// Features are the troubleshooting scenarios T1–T12.
+// Features are the troubleshooting scenarios T1–T13.
 func Features() []types.Feature {
 	return []types.Feature{
 		deletedValidatingConfiguration(),
@@ -55,6 +55,7 @@ func Features() []types.Feature {
 		missingRBAC(),
 		deletedSecret(),
 		stuckTerminating(),
+		stalledRollout(),
 	}
 }
 
