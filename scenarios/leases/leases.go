@@ -72,6 +72,7 @@ func Features(topo *install.Topology, plan *Plan) []types.Feature {
 		s.leaseHeld(),            // M1
 		s.whoValidates(),         // M2
 		s.configurations(),       // M3
+		s.reconciled(),           // M10, while the topology is as installed
 		s.killFailover(),         // M4
 		s.gracefulFailover(),     // M5
 		s.comesBack(),            // M6
