@@ -222,6 +222,15 @@ func restartKeepsCertificate() types.Feature {
 			expect.NoError(t, install.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission after the restart")
 			return ctx
 		}).
+		Assess("every caBundle holds the CA once: a starting pod adds trust only where it is missing", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			bundles, err := install.ReadCABundles(ctx, c.Kube(), c.CRDs(), r)
+			expect.NoError(t, err, "reading the caBundles of %s", r)
+			if repeated := bundles.Repeated(before.CA); len(repeated) > 0 {
+				expect.Errorf(t, "expected every caBundle of %s to hold the CA (serial %s) once after the restart; saw %s", r, install.SerialHex(before.CA), strings.Join(repeated, "; "))
+			}
+			return ctx
+		}).
 		Feature()
 }
 

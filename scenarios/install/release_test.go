@@ -122,6 +122,17 @@ func TestCABundlesSayWhatIsMissing(t *testing.T) {
 	assert.Contains(t, desc, install.SerialHex(b.CA), "expected the description to name the empty bundle and the other CA's serial, saw %q", desc)
 }
 
+func TestCABundlesSayWhereACAIsRepeated(t *testing.T) {
+	a, err := install.NewServingCertificate("a")
+	require.NoError(t, err)
+	b, err := install.NewServingCertificate("b")
+	require.NoError(t, err)
+	twice := append(append(append([]byte{}, a.CAPEM...), b.CAPEM...), a.CAPEM...)
+	bundles := install.CABundles{"once": a.CAPEM, "twice": twice, "other": b.CAPEM, "empty": nil}
+	assert.Equal(t, []string{"twice: 2 copies"}, bundles.Repeated(a.CA))
+	assert.Empty(t, bundles.Repeated(b.CA))
+}
+
 func renderRelease(t *testing.T, r *install.Release) []*unstructured.Unstructured {
 	t.Helper()
 	vals, err := r.ChartValues()

@@ -3,6 +3,7 @@ package install
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"slices"
@@ -324,6 +325,29 @@ func (b CABundles) DescribeMissing(caPEM []byte) string {
 		out = append(out, place+": holds "+DescribePEM(bundle))
 	}
 	return strings.Join(out, "; ")
+}
+
+// Repeated lists, sorted, the places whose caBundle holds ca more than once, with how often
+// ("<place>: 2 copies"): trust added again where it was already.
+func (b CABundles) Repeated(ca *x509.Certificate) []string {
+	var out []string
+	for place, bundle := range b {
+		certs, err := certutil.ParseCertsPEM(bundle)
+		if err != nil {
+			continue // an unparseable bundle is Missing's to report
+		}
+		n := 0
+		for _, c := range certs {
+			if c.Equal(ca) {
+				n++
+			}
+		}
+		if n > 1 {
+			out = append(out, fmt.Sprintf("%s: %d copies", place, n))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func bundleHas(bundle, caPEM []byte) bool {
