@@ -110,10 +110,7 @@ func (s *scenarios) whoValidates() types.Feature {
 	}
 	return features.New("an invalid object in the restricted namespace is denied by the restricted operator and skipped by the cluster-wide one").
 		WithLabel(suite.LabelScenario, "M2").
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			s.settled(ctx, t, suite.ClusterFrom(ctx, t))
-			return ctx
-		}).
+		Setup(s.settledStep).
 		Assess("team-a: denied by B, skipped by A (log lines and counters)", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
 			ns := s.opB().rel.RestrictedNamespace()
@@ -153,10 +150,7 @@ func (s *scenarios) mutationSkipped() types.Feature {
 	}
 	return features.New("the cluster-wide operator's mutating webhooks also skip the restricted namespace").
 		WithLabel(suite.LabelScenario, "M7").
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			s.settled(ctx, t, suite.ClusterFrom(ctx, t))
-			return ctx
-		}).
+		Setup(s.settledStep).
 		Assess("a DynamoGraphDeployment created (dry run) in team-a is stamped by B; A skips it", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
 			ns := s.opB().rel.RestrictedNamespace()

@@ -35,10 +35,7 @@ const (
 func (s *scenarios) reconciled() types.Feature {
 	return features.New("each operator reconciles the graphs of its namespaces: a DynamoGraphDeployment stored in team-a gets B's finalizer and status, one in team-b A's; both are deleted").
 		WithLabel(suite.LabelScenario, "M10").
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			s.settled(ctx, t, suite.ClusterFrom(ctx, t))
-			return ctx
-		}).
+		Setup(s.settledStep).
 		Assess("a graph in team-a (B's) and one in team-b (A's) are reconciled, then deleted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
 			for _, tc := range []struct {

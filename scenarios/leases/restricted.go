@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
@@ -20,6 +21,13 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
+
+// settledStep is settled as a feature step: the Setup of the scenarios that start from the
+// topology as installed.
+func (s *scenarios) settledStep(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+	s.settled(ctx, t, suite.ClusterFrom(ctx, t))
+	return ctx
+}
 
 // settled waits until the topology is in its steady state — B's Deployment Available with
 // one pod, B's pod holding a fresh Lease, every pod of A excluding B's namespace, and B's
