@@ -59,7 +59,7 @@ func freshInstall() types.Feature {
 			}
 			return ctx
 		}).
-		Assess("the CA and the serving certificate are valid for the configured time", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess("the CA and the serving certificate are valid for the configured time, with random serial numbers", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			s := mustReadSecret(ctx, t, c, r)
 			caValidity, serverValidity, err := r.CertificateValidity()
@@ -71,6 +71,7 @@ func freshInstall() types.Feature {
 			if !s.CA.IsCA {
 				expect.Errorf(t, "ca.crt: expected a CA certificate, saw %s", install.Describe(s.CA))
 			}
+			expectRandomSerials(t, s)
 			return ctx
 		}).
 		Assess("the serving certificate names <svc>.<ns>.svc and chains to ca.crt", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -187,6 +188,28 @@ func keys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// minSerialBits is how many bits a random serial number has at the least but with a chance of
+// 2^-64 (the operator draws 128): RFC 5280 §4.1.2.2 wants serials unique per issuer and
+// positive, and the CA/Browser Forum asks for 64 bits of randomness.
+const minSerialBits = 64
+
+// expectRandomSerials checks that the CA's and the serving certificate's serial numbers are
+// positive, random-sized and different.
+func expectRandomSerials(t *testing.T, s install.SecretCertificates) {
+	t.Helper()
+	for _, c := range []struct {
+		what string
+		cert *x509.Certificate
+	}{{"ca.crt", s.CA}, {"tls.crt", s.Leaf}} {
+		if n := c.cert.SerialNumber; n.Sign() <= 0 || n.BitLen() < minSerialBits {
+			expect.Errorf(t, "%s: expected a positive random serial number of at least %d bits, saw %s (%d bits)", c.what, minSerialBits, install.SerialHex(c.cert), n.BitLen())
+		}
+	}
+	if s.CA.SerialNumber.Cmp(s.Leaf.SerialNumber) == 0 {
+		expect.Errorf(t, "expected the CA and the serving certificate to have different serial numbers, saw %s for both", install.SerialHex(s.CA))
+	}
 }
 
 // restartKeepsCertificate is C2: restarting the operator while its Secret is valid reuses the
