@@ -466,3 +466,29 @@ func (f *fixture) grant(user string, role client.Object) {
 		_ = f.env.Client.Delete(context.Background(), role)
 	})
 }
+
+// A CRD whose conversion someone edited away (removed, or set to None with the webhook stanza
+// left behind) has no caBundle to inject: setCABundle says so (-1, which inject reports once)
+// and writes nothing. No e2e suite edits the CRD, so this is the level that sees it.
+func TestSetCABundleLeavesACRDWithoutConversionWebhookAlone(t *testing.T) {
+	leftover := func() *apiextensionsv1.WebhookConversion {
+		return &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{}}
+	}
+	for name, conv := range map[string]*apiextensionsv1.CustomResourceConversion{
+		"no conversion":                  nil,
+		"strategy None":                  {Strategy: apiextensionsv1.NoneConverter},
+		"strategy None, webhook left in": {Strategy: apiextensionsv1.NoneConverter, Webhook: leftover()},
+		"strategy Webhook, no webhook":   {Strategy: apiextensionsv1.WebhookConverter},
+	} {
+		crd := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{Conversion: conv}}
+		assert.Equal(t, -1, setCABundle(crd, []byte("ca")), name)
+		if conv != nil && conv.Webhook != nil {
+			assert.Empty(t, conv.Webhook.ClientConfig.CABundle, "%s: nothing written", name)
+		}
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+		Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: leftover()}}}
+	assert.Equal(t, 1, setCABundle(crd, []byte("ca")))
+	assert.Equal(t, []byte("ca"), crd.Spec.Conversion.Webhook.ClientConfig.CABundle)
+	assert.Equal(t, 0, setCABundle(crd, []byte("ca")), "the same bundle again changes nothing")
+}
