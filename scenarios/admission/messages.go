@@ -84,7 +84,7 @@ func denialsExplained() e2etypes.Feature {
 			}
 			return ctx
 		}).
-		Assess("the operator logs validate create (denied, allowed) and validate update with name and namespace", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess("the operator logs validate create (denied, allowed) and validate update with name and namespace, at info level", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			const name = "logged"
 			_, err := graphDeployments.tryCreate(ctx, c.Dynamic(), graphDeployments.object(ns, name, map[string]any{"backendFramework": "vllm"}))
@@ -95,9 +95,10 @@ func denialsExplained() e2etypes.Feature {
 			expect.NoError(t, err, "labelling DynamoGraphDeployment %s", ref(ns, name))
 
 			want := []validationLog{
-				{Msg: "validate create", Kind: "DynamoGraphDeployment", Name: name, Namespace: ns, Result: "denied"},
-				{Msg: "validate create", Kind: "DynamoGraphDeployment", Name: name, Namespace: ns, Result: "allowed"},
-				{Msg: "validate update", Kind: "DynamoGraphDeployment", Name: name, Namespace: ns, Result: "allowed"},
+				// A denial is the webhook doing its job: info, like an admission.
+				{Level: "info", Msg: "validate create", Kind: "DynamoGraphDeployment", Name: name, Namespace: ns, Result: "denied"},
+				{Level: "info", Msg: "validate create", Kind: "DynamoGraphDeployment", Name: name, Namespace: ns, Result: "allowed"},
+				{Level: "info", Msg: "validate update", Kind: "DynamoGraphDeployment", Name: name, Namespace: ns, Result: "allowed"},
 			}
 			expect.Eventually(ctx, t, fmt.Sprintf("the operator's log to show %s", describeLogs(want)), logTimeout, func(ctx context.Context) (bool, string, error) {
 				lines, err := operatorValidationLogs(ctx, c, r)
@@ -160,6 +161,7 @@ func expectExplained(t *testing.T, d explainedDenial, err error) {
 
 // validationLog is the part of an operator log line A9 looks at.
 type validationLog struct {
+	Level     string `json:"level"`
 	Msg       string `json:"msg"`
 	Kind      string `json:"kind"`
 	Name      string `json:"name"`
@@ -168,7 +170,7 @@ type validationLog struct {
 }
 
 func (l validationLog) String() string {
-	return fmt.Sprintf("%q %s %s %s", l.Msg, l.Kind, ref(l.Namespace, l.Name), l.Result)
+	return fmt.Sprintf("%s %q %s %s %s", l.Level, l.Msg, l.Kind, ref(l.Namespace, l.Name), l.Result)
 }
 
 func describeLogs(logs []validationLog) string {
