@@ -369,6 +369,11 @@ func TestAutomaticMode(t *testing.T) {
 		_, err = f.getSecret()
 		require.True(t, apierrors.IsNotFound(err), "Secret exists without create permission (err=%v)", err)
 
+		injections := []string{"getting ValidatingWebhookConfiguration " + f.vwc, "getting MutatingWebhookConfiguration " + f.mwc, "getting CustomResourceDefinition " + dgdrCRD}
+		deniedBeforeServing := map[string]int{}
+		for _, obj := range injections {
+			deniedBeforeServing[obj] = f.logs.count("cert-controller:", "forbidden", obj)
+		}
 		f.grant(userName, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "cert-controller-secret-create"},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}}}})
 		select {
@@ -379,15 +384,26 @@ func TestAutomaticMode(t *testing.T) {
 		}
 		s := f.mustSecret()
 		must(t, f.filesMatch(s))
-		// Serving goes ahead; the caBundles can't be injected yet: "caBundle not injected".
-		for _, obj := range []string{"getting ValidatingWebhookConfiguration " + f.vwc, "getting MutatingWebhookConfiguration " + f.mwc, "getting CustomResourceDefinition " + dgdrCRD} {
-			_, err := f.logs.line("cert-controller:", "forbidden", obj)
-			require.NoError(t, err)
+		// Serving goes ahead; the caBundles can't be injected yet, and the attempt that served
+		// says so: "caBundle not injected".
+		for _, obj := range injections {
+			require.Greater(t, f.logs.count("cert-controller:", "forbidden", obj), deniedBeforeServing[obj],
+				"the Bootstrap attempt that served logged no forbidden %q", obj)
 		}
 		err = f.bundlesEqual(s.Data[keyCACert])
 		require.Error(t, err, "caBundles injected without permission")
 
+		// A pass of Start must fail before the grant: the recovery below then comes from the
+		// retry back-off after a failed pass (the periodic check is an hour away).
+		denied := "getting ValidatingWebhookConfiguration " + f.vwc
+		deniedBefore := f.logs.count("cert-controller:", "forbidden", denied)
 		start(t, c)
+		eventually(t, 10*time.Second, "a pass of Start denied by RBAC", func() error {
+			if n := f.logs.count("cert-controller:", "forbidden", denied); n <= deniedBefore {
+				return fmt.Errorf("%d log lines say %q is forbidden, as many as before Start", n, denied)
+			}
+			return nil
+		})
 		f.grant(userName, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cert-controller-" + f.ns},
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, ResourceNames: []string{f.vwc, f.mwc}, Verbs: []string{"get", "update", "patch"}},

@@ -109,15 +109,31 @@ func (r *logRecorder) all() []string {
 // line returns the first log line containing every part.
 func (r *logRecorder) line(parts ...string) (string, error) {
 	for _, l := range r.all() {
-		ok := true
-		for _, p := range parts {
-			ok = ok && strings.Contains(l, p)
-		}
-		if ok {
+		if containsAll(l, parts) {
 			return l, nil
 		}
 	}
 	return "", fmt.Errorf("no log line contains all of %q", parts)
+}
+
+// count returns how many log lines contain every part.
+func (r *logRecorder) count(parts ...string) int {
+	n := 0
+	for _, l := range r.all() {
+		if containsAll(l, parts) {
+			n++
+		}
+	}
+	return n
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // fixture is one operator installation: a namespace with its Secret and Service names, its
