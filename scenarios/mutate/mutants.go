@@ -29,6 +29,8 @@ type Mutant struct {
 	Replacement string `json:"replacement"`
 	// Change describes the edit for the report: "`a < b` → `a <= b`".
 	Change string `json:"change"`
+	// Source is the mutated line before the change, trimmed (equivalent.yaml matches on it).
+	Source string `json:"source"`
 }
 
 // ID names the mutant in reports: file:line:operator.
@@ -84,9 +86,10 @@ func GoMutants(root, rel string) ([]Mutant, error) {
 	off := func(p token.Pos) int { return fset.Position(p).Offset }
 	line := func(p token.Pos) int { return fset.Position(p).Line }
 	text := func(n ast.Node) string { return string(src[off(n.Pos()):off(n.End())]) }
+	lines := strings.Split(string(src), "\n")
 	var out []Mutant
 	add := func(m Mutant) {
-		m.File = rel
+		m.File, m.Source = rel, strings.TrimSpace(lines[m.Line-1])
 		out = append(out, m)
 	}
 	ast.Inspect(f, func(n ast.Node) bool {
@@ -179,7 +182,7 @@ func TemplateMutants(root, rel string) ([]Mutant, error) {
 		}
 		end := min(offset, len(src))
 		out = append(out, Mutant{File: rel, Line: n, Operator: OpDropTemplateKey, Start: start, End: end,
-			Replacement: "", Change: fmt.Sprintf("line `%s` removed", short(l))})
+			Replacement: "", Change: fmt.Sprintf("line `%s` removed", short(l)), Source: l})
 	}
 	return out, sc.Err()
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
 
 const source = `package p
@@ -52,6 +54,11 @@ func TestGoMutantsAndApply(t *testing.T) {
 		"p.go:10:drop-call":       "_ = 0",
 		"p.go:11:zero-constant":   "return 0",
 	}, got, "log calls, `err != nil` flips, const declarations and zero literals are not mutated")
+	for _, m := range ms {
+		if m.Operator == OpZeroConstant {
+			assert.Equal(t, "return 3", m.Source, "a mutant's Source is its line before the change, trimmed")
+		}
+	}
 }
 
 func TestApplyRejectsARangeOutsideTheFile(t *testing.T) {
@@ -124,7 +131,7 @@ func TestReportListsSurvivorsFirst(t *testing.T) {
 		{Mutant: Mutant{File: "b.go", Line: 2, Operator: OpZeroConstant, Change: "`5` → `0`"}, NotRepeated: []string{"P3 (autocert): expected 0 failed admissions"}},
 	}}
 	md := r.Markdown()
-	assert.Contains(t, md, "mutation score 50 %: 1 of 2 mutants killed, 1 survived (seed 3; 1 more did not compile; 10 candidates")
+	assert.Contains(t, md, "mutation score 50 %: 1 of 2 mutants killed, 1 survived (seed 3; 1 more did not compile; 10 candidates, 0 more known equivalent and not judged")
 	assert.Contains(t, md, "| `b.go:2:zero-constant` | `5` → `0` | none reaches this line |")
 	assert.Contains(t, md, "killed by C3 (autocert): expected a \\| b")
 	assert.Contains(t, md, "**survived**; failed once, passed when run again alone (not a kill): P3 (autocert): expected 0 failed admissions")
@@ -226,4 +233,47 @@ func TestALoadFailureKillsOnlyWhenItRepeats(t *testing.T) {
 	assert.Equal(t, "P3", out.By, "a P3 failure that repeats kills")
 	assert.Empty(t, out.NotRepeated)
 	assert.Equal(t, []string{"certmanager"}, out.Suites)
+}
+
+// Every entry of equivalent.yaml names mutants the workspace has today: an entry whose line was
+// edited or removed would otherwise stop matching without a word, and its mutants would be
+// judged again (or it would hide a new mutant that merely looks the same).
+func TestEquivalentsMatchCandidates(t *testing.T) {
+	root, err := workspace.Root()
+	require.NoError(t, err)
+	cands, err := Candidates(root)
+	require.NoError(t, err)
+	eqs, err := Equivalents()
+	require.NoError(t, err)
+	require.NotEmpty(t, eqs)
+	for _, e := range eqs {
+		matched := slices.ContainsFunc(cands, e.Matches)
+		assert.True(t, matched, "%s: the entry for %s (%s, %q, %s) matches no candidate mutant: "+
+			"give it the line's text as source and the change as `go run ./scenarios/cmd/gauntlet-mutate -list` prints it, or remove it", EquivalentFile, e.File, e.Operator, e.Source, e.Change)
+	}
+	judge, equivalent := withoutEquivalents(cands, eqs)
+	assert.Len(t, judge, len(cands)-len(equivalent))
+	for _, m := range equivalent {
+		assert.NotEqual(t, OpNegateCondition, m.Operator, "%s: a negated condition is never equivalent here", m.ID())
+	}
+}
+
+func TestEquivalentsNeedEveryField(t *testing.T) {
+	_, err := parseEquivalents([]byte("- file: a.yaml\n  operator: drop-template-line\n  source: \"x: y\"\n  change: \"line `x: y` removed\"\n"))
+	require.EqualError(t, err, EquivalentFile+": entry 1 (a.yaml line `x: y` removed) needs file, operator, source, change and why")
+	_, err = parseEquivalents([]byte("- file: a.yaml\n  reason: typo\n"))
+	require.ErrorContains(t, err, EquivalentFile+": ")
+	require.ErrorContains(t, err, `unknown field "reason"`)
+}
+
+func TestWithoutEquivalentsKeepsTheOthersInOrder(t *testing.T) {
+	eq := Equivalent{File: "c.yaml", Operator: OpDropTemplateKey, Source: "protocol: TCP", Change: "line `protocol: TCP` removed", Why: "the default"}
+	tcp := Mutant{File: "c.yaml", Line: 3, Operator: OpDropTemplateKey, Source: "protocol: TCP", Change: "line `protocol: TCP` removed"}
+	udp := Mutant{File: "c.yaml", Line: 4, Operator: OpDropTemplateKey, Source: "protocol: UDP", Change: "line `protocol: UDP` removed"}
+	other := Mutant{File: "d.yaml", Line: 3, Operator: OpDropTemplateKey, Source: "protocol: TCP", Change: "line `protocol: TCP` removed"}
+	judge, equivalent := withoutEquivalents([]Mutant{udp, tcp, other}, []Equivalent{eq})
+	assert.Equal(t, []Mutant{udp, other}, judge, "another line, or the same line in another file, is judged")
+	assert.Equal(t, []Mutant{tcp}, equivalent)
+	assert.Equal(t, &eq, EquivalentTo(tcp, []Equivalent{eq}))
+	assert.Nil(t, EquivalentTo(udp, []Equivalent{eq}))
 }

@@ -18,7 +18,9 @@ const (
 type Report struct {
 	Seed       uint64 `json:"seed"`
 	Candidates int    `json:"candidates"`
-	NotViable  int    `json:"notViable"`
+	// Equivalent counts the candidates equivalent.yaml names, which were not judged.
+	Equivalent int `json:"equivalent"`
+	NotViable  int `json:"notViable"`
 	// Jobs is how many mutants were judged at once.
 	Jobs     int       `json:"jobs"`
 	Outcomes []Outcome `json:"outcomes"`
@@ -46,15 +48,15 @@ func (r *Report) Score() float64 {
 
 // Headline is the report's one-line verdict.
 func (r *Report) Headline() string {
-	return fmt.Sprintf("mutation score %.0f %%: %d of %d mutants killed, %d survived (seed %d; %d more did not compile; %d candidates; %.0f s with %d job(s))",
-		r.Score(), r.Killed(), len(r.Outcomes), len(r.Outcomes)-r.Killed(), r.Seed, r.NotViable, r.Candidates, r.Seconds, max(1, r.Jobs))
+	return fmt.Sprintf("mutation score %.0f %%: %d of %d mutants killed, %d survived (seed %d; %d more did not compile; %d candidates, %d more known equivalent and not judged; %.0f s with %d job(s))",
+		r.Score(), r.Killed(), len(r.Outcomes), len(r.Outcomes)-r.Killed(), r.Seed, r.NotViable, r.Candidates, r.Equivalent, r.Seconds, max(1, r.Jobs))
 }
 
 // Markdown renders the report: the headline, the survivors (the work), then every mutant.
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Mutation testing\n\n**%s**\n\n", r.Headline())
-	b.WriteString("A survivor is a change to the operator or chart that every suite reaching it let pass: kill it with a new or sharper scenario, or explain in the README why it is equivalent.\n\n")
+	fmt.Fprintf(&b, "A survivor is a change to the operator or chart that every suite reaching it let pass: kill it with a new or sharper scenario, or, when no user could see the change, list it in `%s` with the reason.\n\n", EquivalentFile)
 	b.WriteString("## Survivors\n\n| mutant | change | suites run |\n|---|---|---|\n")
 	for _, o := range r.Outcomes {
 		if !o.Killed {

@@ -97,6 +97,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	var equivalent []Mutant
 	if len(o.Only) > 0 {
 		if candidates, err = only(candidates, o.Only); err != nil {
 			return nil, err
@@ -104,8 +105,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Mutants = len(candidates)
 		logf("judging the %d mutants named", len(candidates))
 	} else {
-		logf("%d candidate mutants in %s and %s; judging %d (seed %d)", len(candidates),
-			strings.Join(GoTargets, ", "), strings.Join(TemplateTargets, ", "), o.Mutants, o.Seed)
+		eqs, err := Equivalents()
+		if err != nil {
+			return nil, err
+		}
+		candidates, equivalent = withoutEquivalents(candidates, eqs)
+		logf("%d candidate mutants in %s and %s, and %d known equivalent (%s) not judged; judging %d (seed %d)", len(candidates),
+			strings.Join(GoTargets, ", "), strings.Join(TemplateTargets, ", "), len(equivalent), EquivalentFile, o.Mutants, o.Seed)
 	}
 	jobs := make([]job, max(1, o.Jobs))
 	for i := range jobs {
@@ -123,7 +129,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rng.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
 	}
 
-	r := &Report{Seed: o.Seed, Candidates: len(candidates), Jobs: len(jobs)}
+	r := &Report{Seed: o.Seed, Candidates: len(candidates), Equivalent: len(equivalent), Jobs: len(jobs)}
 	judged := 0
 	r.NotViable, err = judgeInOrder(ctx, candidates, o.Mutants, jobs, func(ctx context.Context, j job, m Mutant) (Outcome, bool, error) {
 		return judge(ctx, o, j, m, reach, logf)

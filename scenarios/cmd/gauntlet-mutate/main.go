@@ -25,7 +25,7 @@ func main() {
 	flag.StringVar(&o.Out, "out", "_output/mutate", "report directory (report.md, result.json; workspace/<job> are the scratch copies)")
 	flag.IntVar(&o.Jobs, "jobs", 1, "how many mutants to judge at once, each in its own scratch copy and clusters (MUTATE_JOBS)")
 	flag.StringVar(&o.Coverage, "coverage", "_output/coverage/e2e", "per-suite coverage of the same sources (make e2e COVER=1); suites missing there get a baseline run")
-	list := flag.Bool("list", false, "print every candidate mutant and exit")
+	list := flag.Bool("list", false, "print every candidate mutant (ID, change, and why when it is known equivalent) and exit")
 	only := flag.String("only", "", "judge these mutants only, by ID (file:line:operator, as -list and the report give them), comma-separated (MUTANT_IDS)")
 	flag.Parse()
 	root, err := workspace.Root()
@@ -38,8 +38,16 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
+		eqs, err := mutate.Equivalents()
+		if err != nil {
+			fail(err)
+		}
 		for _, m := range cands {
-			fmt.Printf("%s\t%s\n", m.ID(), m.Change)
+			fmt.Printf("%s\t%s", m.ID(), m.Change)
+			if e := mutate.EquivalentTo(m, eqs); e != nil {
+				fmt.Printf("\tknown equivalent, not judged: %s", e.Why)
+			}
+			fmt.Println()
 		}
 		return
 	}
