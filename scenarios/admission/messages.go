@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -32,24 +33,78 @@ const logTimeout = 30 * time.Second
 // statusCause is one cause of a denial as API clients read it from Status.details.causes.
 type statusCause struct{ Type, Field string }
 
-// explainedDenial is a request every kind denies, and the Status a client decodes from it.
+// explainedDenial is a request every kind denies, the Status a client decodes from it, and the
+// reasons it counts under in dynamo_webhook_denials_total (once each, however many causes).
 type explainedDenial struct {
-	kind   kind
-	obj    *unstructured.Unstructured
-	causes []statusCause
+	kind    kind
+	obj     *unstructured.Unstructured
+	causes  []statusCause
+	reasons []string
 }
 
 func explainedDenials(ns string) []explainedDenial {
 	return []explainedDenial{
 		{componentDeployments, componentDeployments.object(ns, "negative", merged(componentSpec(), map[string]any{"replicas": int64(-1)})),
-			[]statusCause{{"FieldValueInvalid", "spec.replicas"}}},
+			[]statusCause{{"FieldValueInvalid", "spec.replicas"}}, []string{"invalid"}},
 		{graphDeployments, graphDeployments.object(ns, "empty", map[string]any{"backendFramework": "vllm"}),
-			[]statusCause{{"FieldValueRequired", "spec.services"}}},
+			[]statusCause{{"FieldValueRequired", "spec.services"}}, []string{"required"}},
 		{models, models.object(ns, "unnamed", map[string]any{"modelType": "base"}),
-			[]statusCause{{"FieldValueRequired", "spec.modelName"}, {"FieldValueRequired", "spec.baseModelName"}}},
+			[]statusCause{{"FieldValueRequired", "spec.modelName"}, {"FieldValueRequired", "spec.baseModelName"}}, []string{"required"}},
 		{requests, requests.object(ns, "thorough-auto", requestSpec("auto", "thorough")),
-			[]statusCause{{"FieldValueInvalid", "spec.backend"}}},
+			[]statusCause{{"FieldValueInvalid", "spec.backend"}}, []string{"invalid"}},
 	}
+}
+
+// denialsMetric counts denials by webhook ("validate-<kind, lower case>") and reason.
+const denialsMetric = "dynamo_webhook_denials_total"
+
+// denialCounts sums denialsMetric of d's webhook, per reason of d, over every ready operator
+// pod, scraped as a user's Prometheus does (install.MetricsReader).
+func denialCounts(ctx context.Context, c *suite.Cluster, r *install.Release, reader *install.MetricsReader, d explainedDenial) (map[string]float64, error) {
+	pods, err := install.OperatorPods(ctx, c.Kube(), r)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]float64{}
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil || !install.PodReady(p) {
+			continue
+		}
+		port, err := install.MetricsPort(p)
+		if err != nil {
+			return nil, err
+		}
+		samples, err := reader.ScrapePod(ctx, p, port, func(ctx context.Context) (net.Conn, error) { return c.DialPod(ctx, p, port) })
+		if err != nil {
+			return nil, fmt.Errorf("scraping /metrics of pod %s: %w", ref(p.Namespace, p.Name), err)
+		}
+		for _, reason := range d.reasons {
+			counts[reason] += samples.Sum(denialsMetric, map[string]string{"webhook": d.kind.webhookLabel(), "reason": reason})
+		}
+	}
+	return counts, nil
+}
+
+// expectDenialCounted checks that d's denial added one to denialsMetric for each of its
+// reasons since before.
+func expectDenialCounted(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, reader *install.MetricsReader, d explainedDenial, before map[string]float64) {
+	t.Helper()
+	what := fmt.Sprintf("the denial of %s %s to count once under each of its reasons %v in %s{webhook=%q}",
+		d.kind.name, ref(d.obj.GetNamespace(), d.obj.GetName()), d.reasons, denialsMetric, d.kind.webhookLabel())
+	expect.Eventually(ctx, t, what, logTimeout, func(ctx context.Context) (bool, string, error) {
+		after, err := denialCounts(ctx, c, r, reader, d)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		ok := true
+		var seen []string
+		for _, reason := range d.reasons {
+			ok = ok && after[reason]-before[reason] == 1
+			seen = append(seen, fmt.Sprintf("reason=%q %g → %g", reason, before[reason], after[reason]))
+		}
+		return ok, strings.Join(seen, ", "), nil
+	})
 }
 
 // denialsExplained is A9: a denial tells the user which webhook denied what — kind,
@@ -60,11 +115,18 @@ func denialsExplained() e2etypes.Feature {
 	return features.New("denials name the webhook, kind, namespace/name and field path; the operator logs validate create/update").
 		WithLabel(suite.LabelScenario, "A9").
 		Setup(suite.NamespaceSetup(&ns, "a9")).
-		Assess("every kind's denial is a 422 Invalid naming group, kind, name and each field, in the message and in the details", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			dyn := suite.ClusterFrom(ctx, t).Dynamic()
+		Assess("every kind's denial is a 422 Invalid naming group, kind, name and each field, in the message and in the details, and counts once per reason in dynamo_webhook_denials_total", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			reader := install.NewMetricsReader(c.Kube(), r)
 			for _, d := range explainedDenials(ns) {
-				_, err := d.kind.tryCreate(ctx, dyn, d.obj)
+				before, err := denialCounts(ctx, c, r, reader, d)
+				if err != nil {
+					expect.Errorf(t, "reading %s before denying %s %s: %v", denialsMetric, d.kind.name, ref(ns, d.obj.GetName()), err)
+					continue
+				}
+				_, err = d.kind.tryCreate(ctx, c.Dynamic(), d.obj)
 				expectExplained(t, d, err)
+				expectDenialCounted(ctx, t, c, r, reader, d, before)
 			}
 			return ctx
 		}).

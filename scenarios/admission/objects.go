@@ -35,6 +35,10 @@ var (
 	requests             = kind{install.GraphDeploymentRequests, "DynamoGraphDeploymentRequest", install.GraphDeploymentRequestValidatingWebhook}
 )
 
+// webhookLabel is the operator's name for the kind's validating webhook in its metrics'
+// webhook label: "validate-" and the kind in lower case.
+func (k kind) webhookLabel() string { return "validate-" + strings.ToLower(k.name) }
+
 // object is a manifest of this kind with the given spec.
 func (k kind) object(namespace, name string, spec map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
