@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -60,27 +59,18 @@ const denialsMetric = "dynamo_webhook_denials_total"
 
 // denialCounts sums denialsMetric of d's webhook, per reason of d, over every ready operator
 // pod, scraped as a user's Prometheus does (install.MetricsReader).
-func denialCounts(ctx context.Context, c *suite.Cluster, r *install.Release, reader *install.MetricsReader, d explainedDenial) (map[string]float64, error) {
-	pods, err := install.OperatorPods(ctx, c.Kube(), r)
+func denialCounts(ctx context.Context, c *suite.Cluster, reader *install.MetricsReader, d explainedDenial) (map[string]float64, error) {
+	scrapes, err := reader.ScrapeReadyOperators(ctx, c.DialPod)
 	if err != nil {
 		return nil, err
 	}
 	counts := map[string]float64{}
-	for i := range pods {
-		p := &pods[i]
-		if p.DeletionTimestamp != nil || !install.PodReady(p) {
-			continue
-		}
-		port, err := install.MetricsPort(p)
-		if err != nil {
-			return nil, err
-		}
-		samples, err := reader.ScrapePod(ctx, p, port, func(ctx context.Context) (net.Conn, error) { return c.DialPod(ctx, p, port) })
-		if err != nil {
-			return nil, fmt.Errorf("scraping /metrics of pod %s: %w", ref(p.Namespace, p.Name), err)
+	for _, s := range scrapes {
+		if s.Err != nil {
+			return nil, fmt.Errorf("scraping /metrics of pod %s: %w", s.Pod, s.Err)
 		}
 		for _, reason := range d.reasons {
-			counts[reason] += samples.Sum(denialsMetric, map[string]string{"webhook": d.kind.webhookLabel(), "reason": reason})
+			counts[reason] += s.Samples.Sum(denialsMetric, map[string]string{"webhook": d.kind.webhookLabel(), "reason": reason})
 		}
 	}
 	return counts, nil
@@ -88,12 +78,12 @@ func denialCounts(ctx context.Context, c *suite.Cluster, r *install.Release, rea
 
 // expectDenialCounted checks that d's denial added one to denialsMetric for each of its
 // reasons since before.
-func expectDenialCounted(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, reader *install.MetricsReader, d explainedDenial, before map[string]float64) {
+func expectDenialCounted(ctx context.Context, t *testing.T, c *suite.Cluster, reader *install.MetricsReader, d explainedDenial, before map[string]float64) {
 	t.Helper()
 	what := fmt.Sprintf("the denial of %s %s to count once under each of its reasons %v in %s{webhook=%q}",
 		d.kind.name, ref(d.obj.GetNamespace(), d.obj.GetName()), d.reasons, denialsMetric, d.kind.webhookLabel())
 	expect.Eventually(ctx, t, what, logTimeout, func(ctx context.Context) (bool, string, error) {
-		after, err := denialCounts(ctx, c, r, reader, d)
+		after, err := denialCounts(ctx, c, reader, d)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -119,14 +109,14 @@ func denialsExplained() e2etypes.Feature {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			reader := install.NewMetricsReader(c.Kube(), r)
 			for _, d := range explainedDenials(ns) {
-				before, err := denialCounts(ctx, c, r, reader, d)
+				before, err := denialCounts(ctx, c, reader, d)
 				if err != nil {
 					expect.Errorf(t, "reading %s before denying %s %s: %v", denialsMetric, d.kind.name, ref(ns, d.obj.GetName()), err)
 					continue
 				}
 				_, err = d.kind.tryCreate(ctx, c.Dynamic(), d.obj)
 				expectExplained(t, d, err)
-				expectDenialCounted(ctx, t, c, r, reader, d, before)
+				expectDenialCounted(ctx, t, c, reader, d, before)
 			}
 			return ctx
 		}).

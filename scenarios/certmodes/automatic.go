@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,32 +132,23 @@ func expectExpiryReported(ctx context.Context, t *testing.T, c *suite.Cluster, r
 	reader := install.NewMetricsReader(c.Kube(), r)
 	expect.Eventually(ctx, t, fmt.Sprintf("every operator pod to report %s %d (the served certificate's notAfter, %s)", certificateNotAfterMetric, want, leaf.NotAfter.UTC().Format(time.RFC3339)), convergeTimeout,
 		func(ctx context.Context) (bool, string, error) {
-			pods, err := install.OperatorPods(ctx, c.Kube(), r)
+			scrapes, err := reader.ScrapeReadyOperators(ctx, c.DialPod)
 			if err != nil {
 				return false, err.Error(), nil
 			}
 			var seen []string
 			ok := true
-			for i := range pods {
-				p := &pods[i]
-				if p.DeletionTimestamp != nil || !install.PodReady(p) {
-					continue
-				}
-				port, err := install.MetricsPort(p)
-				if err != nil {
-					return false, "", err
-				}
-				samples, err := reader.ScrapePod(ctx, p, port, func(ctx context.Context) (net.Conn, error) { return c.DialPod(ctx, p, port) })
-				if err != nil {
+			for _, s := range scrapes {
+				if s.Err != nil {
 					ok = false
-					seen = append(seen, fmt.Sprintf("%s: %v", p.Name, err))
+					seen = append(seen, fmt.Sprintf("%s: %v", s.Pod, s.Err))
 					continue
 				}
-				got, present := samples.Value(certificateNotAfterMetric)
+				got, present := s.Samples.Value(certificateNotAfterMetric)
 				if !present || int64(got) != want {
 					ok = false
 				}
-				seen = append(seen, fmt.Sprintf("%s: %s", p.Name, describeGauge(got, present)))
+				seen = append(seen, fmt.Sprintf("%s: %s", s.Pod, describeGauge(got, present)))
 			}
 			return ok && len(seen) > 0, strings.Join(seen, "; "), nil
 		})

@@ -182,6 +182,37 @@ func (m *MetricsReader) ScrapePod(ctx context.Context, p *corev1.Pod, port int32
 	return samples, nil
 }
 
+// PodScrape is one pod's answer to ScrapeReadyOperators: its samples, or why it gave none.
+type PodScrape struct {
+	Pod     string // namespace/name
+	Samples Samples
+	Err     error
+}
+
+// ScrapeReadyOperators scrapes /metrics of every ready operator pod of the reader's release that
+// is not being deleted (ScrapePod, over connections dial opens to the pod). The error is for the
+// pods that could not be listed or have no metrics port; a failed scrape is its pod's Err.
+func (m *MetricsReader) ScrapeReadyOperators(ctx context.Context, dial func(ctx context.Context, p *corev1.Pod, port int32) (net.Conn, error)) ([]PodScrape, error) {
+	pods, err := OperatorPods(ctx, m.kube, m.rel)
+	if err != nil {
+		return nil, err
+	}
+	var out []PodScrape
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil || !PodReady(p) {
+			continue
+		}
+		port, err := MetricsPort(p)
+		if err != nil {
+			return nil, err
+		}
+		samples, err := m.ScrapePod(ctx, p, port, func(ctx context.Context) (net.Conn, error) { return dial(ctx, p, port) })
+		out = append(out, PodScrape{Pod: p.Namespace + "/" + p.Name, Samples: samples, Err: err})
+	}
+	return out, nil
+}
+
 // Sample is one counter, gauge or untyped sample of a Prometheus exposition.
 type Sample struct {
 	Name   string
