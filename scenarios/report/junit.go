@@ -81,6 +81,9 @@ func WriteJUnit(w io.Writer, s Summary) error {
 			{Name: "kubernetesVersion", Value: s.KubernetesVersion},
 		},
 	}
+	if s.Stress > 0 {
+		suite.Properties = append(suite.Properties, junitProperty{Name: "stress", Value: StressLine(s.Stress)})
+	}
 	if !s.StartedAt.IsZero() {
 		// JUnit's schema wants ISO 8601 without a zone; UTC keeps it unambiguous.
 		suite.Timestamp = s.StartedAt.UTC().Format("2006-01-02T15:04:05")

@@ -51,6 +51,13 @@ func (r *Recorder) SetKubernetesVersion(v string) {
 	r.meta.KubernetesVersion = v
 }
 
+// SetStress records how many CPU-bound workers run beside the suite (0: none).
+func (r *Recorder) SetStress(workers int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.meta.Stress = workers
+}
+
 // Start marks scenario id as running. Starting an ID twice is an error: the
 // summary holds one outcome per ID, and a second run would silently replace
 // the first.

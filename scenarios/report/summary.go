@@ -67,6 +67,9 @@ type Summary struct {
 	StartedAt time.Time `json:"startedAt"`
 	// Seconds is the suite's wall time, including cluster setup.
 	Seconds float64 `json:"seconds"`
+	// Stress is how many CPU-bound worker processes ran beside the suite (--stress), from
+	// before its cluster's creation to its last check; absent when none did.
+	Stress int `json:"stress,omitempty"`
 	// Scenarios are ordered by ID in natural order (A2 before A10).
 	Scenarios []Scenario `json:"scenarios"`
 }

@@ -125,6 +125,33 @@ func (c combined) headline() string {
 		len(c.suites), plural(len(c.suites), "suite", "suites"), formatWallTime(c.seconds))
 }
 
+// StressLine is how a report states a suite's --stress level, so a reader knows the run was
+// contended: "stress: 2 CPU-bound workers".
+func StressLine(workers int) string {
+	return fmt.Sprintf("stress: %d CPU-bound %s", workers, plural(workers, "worker", "workers"))
+}
+
+// stressNote says which suites ran beside CPU-bound workers and how many, one level after
+// another ("stress: 2 CPU-bound workers beside autocert, hostile"), or "" when none did.
+func (c combined) stressNote() string {
+	var levels []int
+	beside := map[int][]string{}
+	for i, s := range c.suites {
+		if s.Stress == 0 {
+			continue
+		}
+		if _, seen := beside[s.Stress]; !seen {
+			levels = append(levels, s.Stress)
+		}
+		beside[s.Stress] = append(beside[s.Stress], oneLine(c.column(i)))
+	}
+	parts := make([]string, 0, len(levels))
+	for _, n := range levels {
+		parts = append(parts, StressLine(n)+" beside "+strings.Join(beside[n], ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // RenderMarkdown writes the combined table of every suite (summary.md): a
 // per-suite totals table, one row per scenario ID with a column per suite,
 // then every failure with its details and, under Notes, the details of
@@ -134,6 +161,9 @@ func RenderMarkdown(w io.Writer, suites []Summary) error {
 	var b bytes.Buffer
 	b.WriteString("# End-to-end results\n\n")
 	fmt.Fprintf(&b, "**%s**\n\n", c.headline())
+	if note := c.stressNote(); note != "" {
+		fmt.Fprintf(&b, "%s\n\n", mdText(note))
+	}
 
 	b.WriteString("| Suite | Provider | Kubernetes | Passed | Failed | Skipped | Time |\n")
 	b.WriteString("|---|---|---|--:|--:|--:|--:|\n")
@@ -272,7 +302,11 @@ func mdInline(s string) string {
 func RenderText(w io.Writer, suites []Summary) error {
 	c := combine(suites)
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "E2E RESULTS  %s\n\n", c.headline())
+	fmt.Fprintf(&b, "E2E RESULTS  %s\n", c.headline())
+	if note := c.stressNote(); note != "" {
+		fmt.Fprintf(&b, "%s\n", note)
+	}
+	b.WriteString("\n")
 
 	// tabwriter reports a failed write at Flush, which is checked.
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)

@@ -159,3 +159,34 @@ func TestFirstLine(t *testing.T) {
 func TestMarkdownCell(t *testing.T) {
 	assert.Equal(t, `a \| b c`, MarkdownCell("a | b\n  c"), "one line, pipes escaped")
 }
+
+// A run beside --stress workers says so in summary.json, junit.xml and both tables; a run
+// without them says nothing, and summary.json keeps the contract's keys.
+func TestStressIsStated(t *testing.T) {
+	suites := twoSuites()
+	suites[1].Stress = 2 // autocert
+	var js bytes.Buffer
+	require.NoError(t, WriteJSON(&js, suites[1]))
+	assert.Contains(t, js.String(), `"stress": 2,`)
+	back, err := DecodeJSON(&js)
+	require.NoError(t, err)
+	assert.Equal(t, 2, back.Stress)
+	js.Reset()
+	require.NoError(t, WriteJSON(&js, suites[0]))
+	assert.NotContains(t, js.String(), "stress", "a run without workers: no stress key")
+
+	var x bytes.Buffer
+	require.NoError(t, WriteJUnit(&x, suites[1]))
+	assert.Contains(t, x.String(), `<property name="stress" value="stress: 2 CPU-bound workers"></property>`)
+
+	var text, md bytes.Buffer
+	require.NoError(t, RenderText(&text, suites))
+	assert.Contains(t, strings.Split(text.String(), "\n"), "stress: 2 CPU-bound workers beside autocert")
+	require.NoError(t, RenderMarkdown(&md, suites))
+	assert.Contains(t, strings.Split(md.String(), "\n"), "stress: 2 CPU-bound workers beside autocert")
+
+	text.Reset()
+	require.NoError(t, RenderText(&text, twoSuites()))
+	assert.NotContains(t, text.String(), "stress")
+	assert.Equal(t, "stress: 1 CPU-bound worker", StressLine(1))
+}

@@ -33,6 +33,9 @@ type options struct {
 	output            string
 	clusterName       string
 	coverDir          string
+	// stressArg is --stress as given; stress is its value once complete has read it.
+	stressArg string
+	stress    int
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -43,6 +46,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.output, "e2e-output", os.Getenv("GAUNTLET_E2E_OUTPUT"), "Directory of the suites' reports (default <workspace>/_output/e2e; env GAUNTLET_E2E_OUTPUT).")
 	fs.StringVar(&o.clusterName, "cluster-name", "", "Cluster name (default e2e-<suite>, plus -<pid> unless the cluster is kept).")
 	fs.StringVar(&o.coverDir, "cover-dir", os.Getenv("GAUNTLET_COVER_DIR"), "Run a coverage-instrumented operator whose processes write their counters into DIR/<suite> (local provider only; env GAUNTLET_COVER_DIR; make e2e COVER=1).")
+	fs.StringVar(&o.stressArg, "stress", os.Getenv("GAUNTLET_STRESS"), "Run N CPU-bound worker processes beside the suite, from before the cluster's creation to its last check (default 0; env GAUNTLET_STRESS; make e2e STRESS=N).")
 }
 
 func envOr(key, def string) string {
@@ -57,6 +61,11 @@ func (o *options) complete(suite string) error {
 	if _, err := cluster.Lookup(o.provider); err != nil {
 		return err
 	}
+	n, err := ParseStress(o.stressArg)
+	if err != nil {
+		return fmt.Errorf("--stress (env GAUNTLET_STRESS, make STRESS=N): %w", err)
+	}
+	o.stress = n
 	if o.coverDir != "" {
 		if o.provider != DefaultProvider {
 			return fmt.Errorf("--cover-dir: operator coverage is collected on the %s provider only (the operator's processes write it on the host when they exit); run with --provider=%s, or drop --cover-dir (COVER=1)", DefaultProvider, DefaultProvider)

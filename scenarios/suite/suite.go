@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -90,6 +91,8 @@ type Suite struct {
 	// creation is the cluster's creation while it runs (nil before and after): an interrupt
 	// stops it and waits for it to end (deleteClusterOnInterrupt).
 	creation *creation
+	// stress are the --stress workers, nil without them.
+	stress *stress
 
 	mu sync.Mutex
 }
@@ -101,7 +104,7 @@ type creation struct {
 }
 
 // New registers the suite's flags (--provider, --kubernetes-version, --keep-cluster,
-// --operator-version, --e2e-output, --cluster-name, besides e2e-framework's --labels & co.).
+// --operator-version, --e2e-output, --cluster-name, --cover-dir, --stress, besides e2e-framework's --labels & co.).
 // Call it once, before flags are parsed (from TestMain or a package variable).
 func New(spec Spec) *Suite {
 	s := &Suite{spec: spec, progress: newProgress(os.Stderr)}
@@ -136,6 +139,7 @@ func (s *Suite) Run(m *testing.M) int {
 		return 2
 	}
 	s.recorder = report.NewRecorder(s.spec.Name, s.opts.provider, s.opts.kubernetesVersion)
+	s.recorder.SetStress(s.opts.stress)
 	var ids []string
 	for _, f := range s.selected() {
 		if s.labelsSelect(f) {
@@ -147,6 +151,11 @@ func (s *Suite) Run(m *testing.M) int {
 
 	stopWatching := s.deleteClusterOnInterrupt()
 	defer stopWatching()
+	// The workers start before the cluster is created, so its setup runs contended too.
+	if err := s.startStress(); err != nil {
+		s.progress.printf("✗ %v", err)
+		return 1
+	}
 	s.env.Setup(s.setupCluster, s.setupRelease)
 	code := s.env.Run(m)
 
@@ -158,6 +167,11 @@ func (s *Suite) Run(m *testing.M) int {
 	// below must see every log the operator wrote, not only those of failures.
 	s.exportClusterLogs()
 	s.checkNoPrivateKeys()
+	// S1 was the last check; writing the report and deleting the cluster need no contention.
+	if err := s.stopStress(); err != nil {
+		s.progress.printf("✗ %v", err)
+		code = 1
+	}
 	if err := s.recorder.WriteFiles(s.outputDir()); err != nil {
 		s.progress.printf("✗ writing the report: %v", err)
 		code = 1
@@ -415,6 +429,9 @@ func (s *Suite) deleteClusterOnInterrupt() (stop func()) {
 		select {
 		case sig := <-sigs:
 			s.progress.printf("✗ interrupted (%s)", sig)
+			if err := s.stopStress(); err != nil {
+				s.progress.printf("✗ %v", err)
+			}
 			s.mu.Lock()
 			c, cr := s.cluster, s.creation
 			s.mu.Unlock()
@@ -444,6 +461,44 @@ func (s *Suite) deleteClusterOnInterrupt() (stop func()) {
 		signal.Stop(sigs)
 		close(done)
 	}
+}
+
+// startStress starts the --stress workers and says so once, with their process IDs.
+func (s *Suite) startStress() error {
+	if s.opts.stress == 0 {
+		return nil
+	}
+	st, err := startStress(s.opts.stress)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.stress = st
+	s.mu.Unlock()
+	pids := make([]string, 0, s.opts.stress)
+	for _, p := range st.pids() {
+		pids = append(pids, strconv.Itoa(p))
+	}
+	s.progress.printf("%s beside the suite (%s, pids %s), from before the cluster's creation to the suite's last check",
+		report.StressLine(s.opts.stress), StressWorkerName, strings.Join(pids, " "))
+	return nil
+}
+
+// stopStress ends the --stress workers, if any still run, and says so.
+func (s *Suite) stopStress() error {
+	s.mu.Lock()
+	st := s.stress
+	s.stress = nil
+	s.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	n := len(st.pids())
+	if err := st.stop(); err != nil {
+		return err
+	}
+	s.progress.printf("stress workers stopped (%d)", n)
+	return nil
 }
 
 // creationStopTimeout bounds the wait for a cancelled cluster creation to end.
