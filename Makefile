@@ -105,20 +105,23 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; make test uses 5s
 # KEEP_CLUSTER=1 (keep the cluster and reuse it next run). Reports: _output/e2e/<suite>/.
 # COVER=1 runs a coverage-instrumented operator (local provider) and, in `make e2e`, ends with
 # the operator's coverage from the suites and from its own tests: _output/coverage/.
+# STRESS=N runs each suite beside N CPU-bound worker processes the suite starts itself (--stress).
 LABELS       ?=
 KEEP_CLUSTER ?=
 COVER        ?=
+STRESS       ?=
 E2E_OUTPUT   := $(OUTPUT)/e2e
 COVER_OUTPUT := $(OUTPUT)/coverage
 E2E_SUITES   := $(patsubst e2e/%/,%,$(dir $(wildcard e2e/*/main_test.go)))
 E2E_ARGS      = --provider=$(PROVIDER) --kubernetes-version=$(K8S_VERSION) --operator-version=$(VERSION) \
                 --keep-cluster=$(if $(filter 1,$(KEEP_CLUSTER)),true,false) --e2e-output=$(CURDIR)/$(E2E_OUTPUT) \
                 $(if $(LABELS),--labels=$(LABELS)) \
-                $(if $(filter 1,$(COVER)),--cover-dir=$(CURDIR)/$(COVER_OUTPUT)/e2e)
+                $(if $(filter 1,$(COVER)),--cover-dir=$(CURDIR)/$(COVER_OUTPUT)/e2e) \
+                $(if $(STRESS),--stress=$(STRESS))
 E2E_TEST      = go test -count=1 -v -timeout 30m
 
 .PHONY: e2e
-e2e: control-plane ## Every suite under e2e/ (PROVIDER, K8S_VERSION, LABELS, KEEP_CLUSTER=1, COVER=1), then one table of all scenarios.
+e2e: control-plane ## Every suite under e2e/ (PROVIDER, K8S_VERSION, LABELS, KEEP_CLUSTER=1, COVER=1, STRESS=N), then one table of all scenarios.
 	@rm -rf $(E2E_OUTPUT) $(if $(filter 1,$(COVER)),$(COVER_OUTPUT)); failed=0; \
 	for suite in $(E2E_SUITES); do \
 	  echo "• e2e suite $$suite"; \
@@ -134,8 +137,8 @@ PROVIDERS ?=
 SUITES    ?=
 
 .PHONY: e2e-matrix
-e2e-matrix: ## Suites × providers × Kubernetes versions (VERSIONS, PROVIDERS, SUITES; default all), one cell after another: _output/matrix/report.md.
-	@go run ./scenarios/cmd/gauntlet-matrix -versions "$(VERSIONS)" -providers "$(PROVIDERS)" -suites "$(SUITES)" -out $(OUTPUT)/matrix
+e2e-matrix: ## Suites × providers × Kubernetes versions (VERSIONS, PROVIDERS, SUITES; default all; STRESS=N), one cell after another: _output/matrix/report.md.
+	@go run ./scenarios/cmd/gauntlet-matrix -versions "$(VERSIONS)" -providers "$(PROVIDERS)" -suites "$(SUITES)" -stress "$(STRESS)" -out $(OUTPUT)/matrix
 
 .PHONY: e2e-matrix-merge
 e2e-matrix-merge: ## One report of earlier matrix runs: PARTS (their output directories) → _output/matrix/report.md (the nightly workflow's last job).

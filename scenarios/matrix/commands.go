@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/kind"
@@ -44,11 +45,13 @@ func (c Commands) Prepare(ctx context.Context, version, provider string, log io.
 	return nil
 }
 
-// RunSuite runs `go test ./e2e/<suite>` on the cell's provider and version, as `make e2e` does
-// (the multioperator suite with the full failover plan).
+// RunSuite runs `go test ./e2e/<suite>` on the cell's provider and version, beside the cell's
+// stress workers, as `make e2e` does (the multioperator suite with the full failover plan).
+// --stress is passed even when 0, so a GAUNTLET_STRESS in the environment cannot contend a
+// cell whose report says it ran calm.
 func (c Commands) RunSuite(ctx context.Context, cell Cell, reportsRoot string, log io.Writer) error {
 	return c.run(ctx, log, []string{"GAUNTLET_FAILOVER_PLAN=full"}, "go", "test", "-count=1", "-v", "-timeout", SuiteTimeout, "./e2e/"+cell.Suite, "-args",
-		"--provider="+cell.Provider, "--kubernetes-version="+cell.Version, "--e2e-output="+reportsRoot)
+		"--provider="+cell.Provider, "--kubernetes-version="+cell.Version, "--e2e-output="+reportsRoot, "--stress="+strconv.Itoa(cell.Stress))
 }
 
 // run runs name in the workspace with its output to log; a failure's error ends with the last

@@ -48,6 +48,9 @@ func (r Result) Headline() string {
 func RenderMarkdown(w io.Writer, r Result) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# E2E matrix\n\n**%s**, started %s.\n\n", r.Headline(), r.StartedAt.Format(time.RFC3339))
+	if note := stressNote(r.Cells); note != "" {
+		b.WriteString(note + "\n\n")
+	}
 
 	b.WriteString("| cell | outcome | scenarios | time | reports |\n|---|---|--:|--:|---|\n")
 	for _, c := range r.Cells {
@@ -107,6 +110,28 @@ func RenderMarkdown(w io.Writer, r Result) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// stressNote says how contended the cells ran: "stress: 2 CPU-bound workers beside every cell",
+// or for a merged grid of several levels which columns ran beside workers; "" when none did.
+func stressNote(cells []CellResult) string {
+	var levels []int
+	for _, c := range cells {
+		if !slices.Contains(levels, c.Stress) {
+			levels = append(levels, c.Stress)
+		}
+	}
+	switch {
+	case len(levels) == 1 && levels[0] > 0:
+		return report.StressLine(levels[0]) + " beside every cell"
+	case len(levels) > 1:
+		note := "stress: the columns marked (stress N) ran beside N CPU-bound workers"
+		if slices.Contains(levels, 0) {
+			note += ", the others beside none"
+		}
+		return note
+	}
+	return ""
 }
 
 type gridRow struct{ suite, id, title string }

@@ -32,7 +32,7 @@ func TestParsePlan(t *testing.T) {
 
 	p, err = ParsePlan("v1.37.2", "kind, local kind", "hostile", supported)
 	require.NoError(t, err)
-	assert.Equal(t, []Cell{{"v1.37.2", "kind", "hostile"}, {"v1.37.2", "local", "hostile"}}, p.Cells(), "in the order given, without repeats")
+	assert.Equal(t, []Cell{{Version: "v1.37.2", Provider: "kind", Suite: "hostile"}, {Version: "v1.37.2", Provider: "local", Suite: "hostile"}}, p.Cells(), "in the order given, without repeats")
 
 	for _, bad := range []struct{ versions, providers, suites, want string }{
 		{versions: "v1.35.4", want: `VERSIONS="v1.35.4": unknown Kubernetes version "v1.35.4"; supported: v1.36.3, v1.37.2 (add one with hack/add-k8s-version.sh)`},
@@ -230,4 +230,44 @@ func readOutput(t *testing.T, out, name string) string {
 func TestSupportedInWithoutVersions(t *testing.T) {
 	_, err := SupportedIn(t.TempDir())
 	require.ErrorContains(t, err, "no Kubernetes version is supported: hack/tools/k8s holds no <version>/go.mod; add a version the Go module proxy serves with hack/add-k8s-version.sh <version>")
+}
+
+// A contended run (-stress N) passes --stress to every cell's suite, says so in the progress
+// lines and the report, and keeps its own columns when merged with a calm run.
+func TestStressReachesEveryCellAndTheReport(t *testing.T) {
+	root := t.TempDir()
+	var parts []string
+	for _, stress := range []int{0, 2} {
+		part := filepath.Join(root, "parts", fmt.Sprintf("stress-%d", stress))
+		require.NoError(t, os.MkdirAll(part, 0o750))
+		plan := Plan{Versions: []string{"v1.37.2"}, Providers: []string{"local"}, Suites: []string{"autocert", "hostile"}, Stress: stress}
+		var ran []Cell
+		steps := &fakeSteps{onRun: func(c Cell) { ran = append(ran, c) }, summaries: map[string]report.Summary{}}
+		for _, c := range plan.Cells() {
+			steps.summaries[c.String()] = summary(c.Suite, report.Passed)
+		}
+		var progress bytes.Buffer
+		res := Run(context.Background(), plan, steps, part, &progress)
+		require.NoError(t, Write(part, res))
+		for _, c := range ran {
+			assert.Equal(t, stress, c.Stress, "cell %s: expected -stress %d passed to its suite", c, stress)
+		}
+		text := readOutput(t, part, ReportFile)
+		if stress == 0 {
+			assert.NotContains(t, text, "stress")
+		} else {
+			assert.Contains(t, progress.String(), "cell 1/2 v1.37.2 local autocert (stress 2): passed")
+			assert.Contains(t, text, "\nstress: 2 CPU-bound workers beside every cell\n")
+			assert.Contains(t, text, "| suite | scenario | v1.37.2 local (stress 2) |")
+			assert.Contains(t, readOutput(t, part, ResultFile), `"stress": 2`)
+		}
+		parts = append(parts, part)
+	}
+	res, err := Merge(filepath.Join(root, "matrix"), parts)
+	require.NoError(t, err)
+	var md bytes.Buffer
+	require.NoError(t, RenderMarkdown(&md, res))
+	assert.Contains(t, md.String(), "\nstress: the columns marked (stress N) ran beside N CPU-bound workers, the others beside none\n")
+	assert.Contains(t, md.String(), "| suite | scenario | v1.37.2 local | v1.37.2 local (stress 2) |")
+	assert.Contains(t, md.String(), "| hostile | H1 — scenario 1 | ✅ 1.5s | ✅ 1.5s |")
 }

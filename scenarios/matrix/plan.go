@@ -14,16 +14,28 @@ type Cell struct {
 	Version  string `json:"version"`
 	Provider string `json:"provider"`
 	Suite    string `json:"suite"`
+	// Stress is how many CPU-bound workers ran beside the suite (its --stress). It is part of
+	// the cell, so a merged grid keeps a contended run of a suite apart from a calm one.
+	Stress int `json:"stress,omitempty"`
 }
 
-func (c Cell) String() string { return c.Version + " " + c.Provider + " " + c.Suite }
+func (c Cell) String() string { return c.Version + " " + c.Provider + " " + c.Suite + c.stressMark() }
 
-// column is the grid column the cell belongs to: its version and provider.
-func (c Cell) column() string { return c.Version + " " + c.Provider }
+// column is the grid column the cell belongs to: its version, provider and stress.
+func (c Cell) column() string { return c.Version + " " + c.Provider + c.stressMark() }
+
+func (c Cell) stressMark() string {
+	if c.Stress == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (stress %d)", c.Stress)
+}
 
 // Plan is what a matrix run covers.
 type Plan struct {
 	Versions, Providers, Suites []string
+	// Stress is every cell's --stress: CPU-bound workers beside each suite (0: none).
+	Stress int
 }
 
 // Supported is what a plan may name: the Kubernetes versions the control-plane tools build,
@@ -78,7 +90,7 @@ func (p Plan) Cells() []Cell {
 	for _, v := range p.Versions {
 		for _, pr := range p.Providers {
 			for _, s := range p.Suites {
-				out = append(out, Cell{Version: v, Provider: pr, Suite: s})
+				out = append(out, Cell{Version: v, Provider: pr, Suite: s, Stress: p.Stress})
 			}
 		}
 	}

@@ -125,7 +125,7 @@ func runCell(ctx context.Context, c Cell, steps Steps, out string, prepared map[
 	}
 	defer func() { _ = logFile.Close() }() // written through; a lost log line is not worth failing the cell
 
-	key := c.column()
+	key := c.Version + " " + c.Provider // cells of another stress need the same preparation
 	perr, done := prepared[key]
 	if !done {
 		say("preparing %s …", key)

@@ -3,7 +3,8 @@
 //
 //	go run ./scenarios/cmd/gauntlet-matrix -versions "v1.37.0" -providers "local kind" -suites "hostile autocert" -out _output/matrix
 //
-// Empty lists mean all that are supported. It prints a progress line per cell, writes
+// Empty lists mean all that are supported. -stress N runs every cell's suite beside N CPU-bound
+// worker processes (its --stress; make STRESS=N), and the report says so. It prints a progress line per cell, writes
 // <out>/report.md (the grid) and <out>/result.json, and exits 1 when a cell failed or did not
 // start, 2 on bad input (an unknown version, provider or suite: the message lists what is
 // supported) or when the report cannot be written. With -merge it runs nothing and writes one
@@ -23,6 +24,8 @@ import (
 	"syscall"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/matrix"
+	"github.com/gauntlet-dev/gauntlet/scenarios/report"
+	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
 
@@ -31,12 +34,13 @@ func main() {
 	providers := flag.String("providers", "", "providers: local, kind (default: both)")
 	suites := flag.String("suites", "", "suites under e2e/ (default: all)")
 	out := flag.String("out", "_output/matrix", "output directory (emptied first)")
+	stress := flag.String("stress", "", "CPU-bound worker processes beside every cell's suite (its --stress; default 0)")
 	merge := flag.String("merge", "", "run nothing: merge these directories' result.json (space-separated) into one report")
 	flag.Parse()
 	if *merge != "" {
 		os.Exit(mergeParts(strings.Fields(*merge), *out))
 	}
-	os.Exit(run(*versions, *providers, *suites, *out))
+	os.Exit(run(*versions, *providers, *suites, *stress, *out))
 }
 
 func mergeParts(parts []string, out string) int {
@@ -52,11 +56,11 @@ func mergeParts(parts []string, out string) int {
 		fmt.Fprintln(os.Stderr, "e2e-matrix:", err)
 		return 2
 	}
-	return report(res, out)
+	return verdict(res, out)
 }
 
-// report prints the headline and says whether every cell passed.
-func report(res matrix.Result, out string) int {
+// verdict prints the headline and says whether every cell passed.
+func verdict(res matrix.Result, out string) int {
 	fmt.Printf("e2e-matrix: %s → %s\n", res.Headline(), filepath.Join(out, matrix.ReportFile))
 	if res.Count(matrix.Passed) != len(res.Cells) {
 		return 1
@@ -64,7 +68,7 @@ func report(res matrix.Result, out string) int {
 	return 0
 }
 
-func run(versions, providers, suites, out string) int {
+func run(versions, providers, suites, stress, out string) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "e2e-matrix:", err)
 		return 2
@@ -81,6 +85,9 @@ func run(versions, providers, suites, out string) int {
 	if err != nil {
 		return fail(err)
 	}
+	if plan.Stress, err = suite.ParseStress(stress); err != nil {
+		return fail(fmt.Errorf("-stress (make STRESS=N): %w", err))
+	}
 	if out, err = filepath.Abs(out); err != nil {
 		return fail(err)
 	}
@@ -92,11 +99,15 @@ func run(versions, providers, suites, out string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Printf("e2e-matrix: %d cells (versions %v × providers %v × suites %v) → %s\n",
-		len(plan.Cells()), plan.Versions, plan.Providers, plan.Suites, out)
+	contention := ""
+	if plan.Stress > 0 {
+		contention = ", " + report.StressLine(plan.Stress) + " beside every cell"
+	}
+	fmt.Printf("e2e-matrix: %d cells (versions %v × providers %v × suites %v)%s → %s\n",
+		len(plan.Cells()), plan.Versions, plan.Providers, plan.Suites, contention, out)
 	res := matrix.Run(ctx, plan, matrix.Commands{Root: root}, out, os.Stdout)
 	if err := matrix.Write(out, res); err != nil {
 		return fail(err)
 	}
-	return report(res, out)
+	return verdict(res, out)
 }
