@@ -73,6 +73,31 @@ func TestNightlyWorkflowCoversTheMatrix(t *testing.T) {
 	assert.Equal(t, s.Suites, suites, "nightly.yaml's make e2e-matrix SUITES: every suite under e2e/")
 }
 
+// The nightly runs autocert and multioperator contended (STRESS=2) on the newest supported
+// version: a version dropped from hack/tools/k8s or a suite renamed fails here.
+func TestNightlyWorkflowRunsSuitesUnderStress(t *testing.T) {
+	root, err := workspace.Root()
+	require.NoError(t, err)
+	s, err := SupportedIn(root)
+	require.NoError(t, err)
+	w := readWorkflow(t, root, "nightly.yaml")
+	job, ok := w.Jobs["e2e-stress"]
+	require.True(t, ok, "nightly.yaml has an e2e-stress job")
+	run := regexp.MustCompile(`make e2e-matrix VERSIONS="([^"]*)" PROVIDERS="([^"]*)" SUITES="([^"]*)" STRESS=([0-9]+)`)
+	var m []string
+	for _, st := range job.Steps {
+		if found := run.FindStringSubmatch(st.Run); found != nil {
+			m = found
+		}
+	}
+	require.NotNil(t, m, "nightly.yaml's e2e-stress job runs `make e2e-matrix VERSIONS=… PROVIDERS=… SUITES=… STRESS=N`")
+	assert.Equal(t, s.Versions[len(s.Versions)-1], m[1], "e2e-stress runs the newest Kubernetes version under hack/tools/k8s")
+	assert.Equal(t, "local", m[2])
+	assert.Equal(t, []string{"autocert", "multioperator"}, strings.Fields(m[3]))
+	assert.Subset(t, s.Suites, strings.Fields(m[3]), "e2e-stress's suites are suites under e2e/")
+	assert.Equal(t, "2", m[4])
+}
+
 // CI runs the README's test command.
 func TestCIWorkflowRunsMakeTest(t *testing.T) {
 	root, err := workspace.Root()
