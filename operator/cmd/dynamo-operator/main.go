@@ -45,7 +45,8 @@ func main() {
 		setupLog.Error(err, "loading kubeconfig")
 		os.Exit(1)
 	}
-	if err := run(ctrl.SetupSignalHandler(), cfg, opts); err != nil {
+	ctx, forced := shutdownSignals()
+	if err := run(ctx, forced, cfg, opts); err != nil {
 		setupLog.Error(err, "operator exiting")
 		os.Exit(1)
 	}
@@ -58,10 +59,12 @@ func installLogger(opts options, w io.Writer) {
 	logging.Install(logging.New(opts.zap, w))
 }
 
-// run starts the operator and returns when ctx ends or something fails. Every return path of a
+// run starts the operator and returns when ctx ends and the manager has stopped, when forced is
+// closed (a second signal: at once), or when something fails. Every return path of a
 // namespace-restricted operator releases its lock Lease first (deferred), so a cluster-wide
-// operator takes the namespace over at once instead of after the Lease expires.
-func run(ctx context.Context, cfg *rest.Config, opts options) (err error) {
+// operator takes the namespace over at once instead of after the Lease expires; exits.go keeps
+// the ways out that would skip it (a second signal, a runnable's panic) coming through here.
+func run(ctx context.Context, forced <-chan struct{}, cfg *rest.Config, opts options) (err error) {
 	setupLog.Info("starting dynamo-operator", "version", version.Version, "certMode", opts.certMode,
 		"namespace", opts.operatorNamespace, "restrictedTo", opts.restrictNamespace)
 	clientset, err := kubernetes.NewForConfig(cfg)
@@ -80,14 +83,17 @@ func run(ctx context.Context, cfg *rest.Config, opts options) (err error) {
 		if err != nil {
 			return err
 		}
-		if err := holder.Acquire(ctx); err != nil {
-			return err
-		}
+		// Deferred before Acquire: a create whose answer was lost (a timeout, a dropped
+		// connection, SIGTERM cancelling the request) may have stored the Lease all the same.
+		// Release deletes it only if it names this pod.
 		defer func() {
 			if relErr := holder.Release(context.WithoutCancel(ctx)); relErr != nil {
 				err = errors.Join(err, relErr)
 			}
 		}()
+		if err := holder.Acquire(ctx); err != nil {
+			return err
+		}
 	}
 
 	certController, err := certs.New(cfg, opts.certOptions(), ctrl.Log.WithName("cert-controller"))
@@ -103,27 +109,27 @@ func run(ctx context.Context, cfg *rest.Config, opts options) (err error) {
 	if err != nil {
 		return fmt.Errorf("creating the controller manager: %w", err)
 	}
-	if err := mgr.Add(certController); err != nil {
-		return fmt.Errorf("adding the certificate controller: %w", err)
+	if err := addPanicSafe(mgr, "certificate controller", certController); err != nil {
+		return err
 	}
 	// The leader's part: generating certificates and injecting caBundles (automatic mode).
-	if err := mgr.Add(certController.Leader()); err != nil {
-		return fmt.Errorf("adding the certificate controller's leader part: %w", err)
+	if err := addPanicSafe(mgr, "certificate controller's leader part", certController.Leader()); err != nil {
+		return err
 	}
 	readyChecks := map[string]healthz.Checker{"serving-certificate": certController.ReadyCheck}
 
 	var exclusions webhook.ExclusionChecker
 	if holder != nil {
-		if err := mgr.Add(holder); err != nil {
-			return fmt.Errorf("adding the lease holder: %w", err)
+		if err := addPanicSafe(mgr, "namespace lock holder", holder); err != nil {
+			return err
 		}
 	} else {
 		watcher, err := namespacescope.NewWatcher(clientset, opts.leases, namespacescope.WithLogger(ctrl.Log.WithName("lease-watcher")))
 		if err != nil {
 			return err
 		}
-		if err := mgr.Add(watcher); err != nil {
-			return fmt.Errorf("adding the lease watcher: %w", err)
+		if err := addPanicSafe(mgr, "lease watcher", watcher); err != nil {
+			return err
 		}
 		readyChecks["lease-watcher"] = watcher.ReadyCheck
 		exclusions = watcher
@@ -152,10 +158,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) (err error) {
 	}
 
 	setupLog.Info("starting manager")
-	if err := mgr.Start(ctx); err != nil {
-		return fmt.Errorf("running the manager: %w", err)
-	}
-	return nil
+	return startManager(ctx, forced, mgr)
 }
 
 // managerOptions wires the webhook server (serverTLS, certificates from the certificate
@@ -235,6 +238,7 @@ func (o options) certOptions() certs.Options {
 		ServerValidity: o.serverValidity,
 		LookAhead:      o.certLookAhead,
 		CheckInterval:  o.certCheckEvery,
+		CAPropagation:  o.caPropagation,
 		LeaderElection: o.leaderElect,
 	}
 	if o.validatingName != "" {

@@ -73,7 +73,7 @@ func TestOperatorServesWebhooksThroughTheAPIServer(t *testing.T) {
 
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- run(runCtx, env.Config, opts) }()
+	go func() { done <- run(runCtx, nil, env.Config, opts) }()
 	t.Cleanup(func() {
 		stop()
 		select {
