@@ -79,6 +79,7 @@ func Features(topo *install.Topology, plan *Plan) []types.Feature {
 		s.mutationSkipped(),      // M7
 		s.leasePermissions(),     // M8
 		s.uncertifiedStop(),      // M9
+		s.fatalExits(),           // M11
 		s.failoverDistribution(), // P5
 	}
 }

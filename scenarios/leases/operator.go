@@ -158,6 +158,7 @@ type logEntry struct {
 	Name      string  `json:"name"`
 	Namespace string  `json:"namespace"`
 	Result    string  `json:"result"`
+	Error     string  `json:"error"`
 	Time      logTime `json:"ts"`
 }
 
