@@ -32,18 +32,20 @@ const (
 // rotations is how many certificate rotations P3 puts the load through, in either mode.
 const rotations = 10
 
-// Short certificate timings of P3's automatic-mode release. A generated certificate (CA and
-// serving certificate alike) falls within the look-ahead validity − lookAhead = 4 s after it
-// was made, so the leader replaces both at its next check (every second): a rotation every
-// 4–5 s, each through the real path — trust the new CA beside the old one, store the Secret,
-// serve the new files, drop the old CA one check interval later.
+// Short certificate timings of P3's automatic-mode release; webhook.caPropagation keeps the
+// chart's default, the protocol users run. A generated certificate (CA and serving certificate
+// alike) falls within the look-ahead validity − lookAhead = 4 s after it was made, so the
+// leader replaces both at its next check (every second): a rotation every 4–5 s plus
+// caPropagation, each through the real path — trust the new CA beside the old one, keep
+// serving the old certificate for caPropagation, store the Secret, serve the new files, drop
+// the old CA 2 × caPropagation + one check interval after the injection.
 var shortRotationValues = map[string]any{"webhook": map[string]any{
 	"certificateValidity": map[string]any{"ca": "12s", "server": "12s", "lookAhead": "8s"},
 	"checkInterval":       "1s",
 }}
 
-// shortRotationPeriod is validity − lookAhead of shortRotationValues; a rotation is due at most
-// one check interval later.
+// shortRotationPeriod is validity − lookAhead of shortRotationValues; a rotation begins at most
+// one check interval later and stores its certificate caPropagation after that.
 const (
 	shortRotationPeriod = 4 * time.Second
 	shortCheckInterval  = time.Second
@@ -144,7 +146,7 @@ func startShortRotations(ctx context.Context, t *testing.T, c *suite.Cluster, r 
 		s = got
 		return time.Until(got.Leaf.NotAfter) < time.Minute, install.Describe(got.Leaf).String(), nil
 	})
-	t.Logf("the operator generated %s; it rotates every %s–%s from now on", s, shortRotationPeriod, shortRotationPeriod+shortCheckInterval)
+	t.Logf("the operator generated %s; a rotation begins every %s–%s (each stored caPropagation later) from now on", s, shortRotationPeriod, shortRotationPeriod+shortCheckInterval)
 }
 
 // restoreLongValidity upgrades the release back to its own values and waits until the Secret
@@ -174,11 +176,14 @@ func restoreLongValidity(ctx context.Context, t *testing.T, c *suite.Cluster, r 
 // rotation is due.
 func followAutomaticRotations(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release) []rotation {
 	t.Helper()
+	propagation, err := r.CAPropagation()
+	expect.NoError(t, err, "reading the release's CA propagation")
 	prev := mustReadSecret(ctx, t, c, r)
 	var out []rotation
 	for i := range rotations {
-		next := waitSecretChanged(ctx, t, c, r, prev, shortRotationPeriod+2*shortCheckInterval+convergeTimeout/4,
-			fmt.Sprintf("rotation %d/%d (webhook.certificateValidity 12s, lookAhead 8s, checkInterval 1s: one is due every 4–5 s)", i+1, rotations))
+		next := waitSecretChanged(ctx, t, c, r, prev, shortRotationPeriod+propagation+2*shortCheckInterval+convergeTimeout/4,
+			fmt.Sprintf("rotation %d/%d (webhook.certificateValidity 12s, lookAhead 8s, checkInterval 1s, caPropagation %s: one is stored every %s–%s)",
+				i+1, rotations, propagation, shortRotationPeriod+propagation, shortRotationPeriod+propagation+shortCheckInterval))
 		next.caChanged = !next.certs.CA.Equal(prev.CA)
 		if !next.caChanged {
 			expect.Errorf(t, "rotation %d/%d: expected a new CA with the new serving certificate (automatic mode rotates both), saw the CA %s kept", i+1, rotations, install.Describe(prev.CA))

@@ -179,6 +179,28 @@ func (r *Release) CertificateValidity() (ca, server time.Duration, err error) {
 	return ca, server, err
 }
 
+// CAPropagation is webhook.caPropagation, how long automatic mode keeps a new CA in every
+// caBundle before it stores and serves a certificate it signed: the release's value, else the
+// chart's default from its values.yaml.
+func (r *Release) CAPropagation() (time.Duration, error) {
+	const key = "webhook.caPropagation"
+	s, ok := lookupString(r.Values, "webhook", "caPropagation")
+	if !ok {
+		ch, err := LoadChart()
+		if err != nil {
+			return 0, err
+		}
+		if s, ok = lookupString(ch.Values, "webhook", "caPropagation"); !ok {
+			return 0, fmt.Errorf("chart %s: values.yaml sets no %s", ChartPath, key)
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %s=%q: %w", r, key, s, err)
+	}
+	return d, nil
+}
+
 func (r *Release) name() string      { return r.withDefaults().Name }
 func (r *Release) namespace() string { return r.withDefaults().Namespace }
 

@@ -34,6 +34,7 @@ type options struct {
 	serverValidity time.Duration
 	certLookAhead  time.Duration
 	certCheckEvery time.Duration
+	caPropagation  time.Duration
 
 	restrictNamespace string
 	leases            namespacescope.Timings
@@ -69,6 +70,7 @@ func parseOptions(fs *flag.FlagSet, args []string) (options, error) {
 	fs.DurationVar(&o.serverValidity, "cert-server-validity", 10*365*24*time.Hour, "Validity of a generated serving certificate.")
 	fs.DurationVar(&o.certLookAhead, "cert-lookahead", 90*24*time.Hour, "Regenerate certificates that expire within this window.")
 	fs.DurationVar(&o.certCheckEvery, "cert-check-interval", 30*time.Second, "How often the automatic mode re-checks the Secret and the injected caBundles.")
+	fs.DurationVar(&o.caPropagation, "cert-ca-propagation", certs.DefaultCAPropagation, "Automatic mode: how long a new CA stays in every caBundle before a certificate it signed is stored or served (the API server's view of the bundles lags); 0: no wait.")
 	fs.StringVar(&o.restrictNamespace, "restrict-to-namespace", "", "Run namespace-restricted in this namespace (holds the namespace lock Lease); empty runs cluster-wide.")
 	o.leases = namespacescope.DefaultTimings()
 	o.leases.BindFlags(fs)

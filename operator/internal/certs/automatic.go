@@ -35,23 +35,63 @@ type caOverlap struct {
 // reconcile is the leader's pass: it makes the Secret valid (generating a new certificate when
 // it is missing or unusable), injects the CA and writes the serving files. serving reports
 // whether the files are in place (injection errors don't change that).
+//
+// The rotation protocol: a certificate signed by a CA is served only once every caBundle has
+// held that CA for CAPropagation. The API server reads webhook configurations and CRDs through
+// an informer, so its view lags the objects; under load, by a second or more. A leaf served
+// the moment the CA is injected can reach an API server that does not trust it yet: the
+// admission fails with "x509: certificate signed by unknown authority".
 func (c *Controller) reconcile(ctx context.Context) (serving bool, errs []error) {
-	// Trust first, store second: a new CA is in every caBundle before the Secret holds it, so
-	// no replica (they serve what the Secret holds) ever serves a certificate the API server
-	// does not trust yet.
-	b, replacedCA, err := c.ensureSecret(ctx, func(newCA, replacedCA []byte) {
+	// Trust first, store second: a new CA is in every caBundle, for CAPropagation, before the
+	// Secret holds it, so no replica (they serve what the Secret holds) ever serves a
+	// certificate the API server does not trust yet. Meanwhile the old certificate is served.
+	b, replacedCA, err := c.ensureSecret(ctx, func(newCA, replacedCA []byte) error {
 		errs = c.injectAll(ctx, c.bundleFor(newCA, replacedCA, time.Now()))
+		if len(errs) > 0 {
+			return nil // not trusted anywhere it failed: waiting would not make it so
+		}
+		return c.awaitPropagation(ctx, "storing it in the Secret")
 	})
 	if err != nil {
 		return false, append(errs, err)
 	}
 	// Trust first, serve second: the bundle already holds the CA when this replica starts
-	// serving a certificate signed by it. (After a generation this finds nothing to change.)
+	// serving a certificate signed by it. (After a generation this finds nothing to change.) A
+	// CA this replica is about to serve that a caBundle lacked (a Secret replaced by hand, a
+	// caBundle emptied before a restart) waits for the API server too.
+	switching := !bytes.Equal(b.caPEM, c.lastCA)
+	trustedBefore := false
+	if switching {
+		trustedBefore, _ = c.trusted(ctx, b) // unreadable counts as untrusted: wait
+	}
 	errs = c.injectAll(ctx, c.bundleFor(b.caPEM, replacedCA, time.Now()))
+	if switching && !trustedBefore && len(errs) == 0 {
+		if err := c.awaitPropagation(ctx, "serving it"); err != nil {
+			return false, append(errs, err)
+		}
+	}
 	if err := c.serve(b); err != nil {
 		return false, append(errs, err)
 	}
 	return true, errs
+}
+
+// awaitPropagation waits CAPropagation after a CA entered every caBundle, before that CA's
+// certificate is stored (next) or served: the time the API server's informers are given to see
+// the new bundles.
+func (c *Controller) awaitPropagation(ctx context.Context, next string) error {
+	if c.opts.CAPropagation <= 0 {
+		return nil
+	}
+	c.log.Info(logPrefix+"new CA injected; waiting for the API server to see it before "+next, "for", c.opts.CAPropagation.String())
+	t := time.NewTimer(c.opts.CAPropagation)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("waiting %s for the new CA to propagate: %w", c.opts.CAPropagation, ctx.Err())
+	case <-t.C:
+		return nil
+	}
 }
 
 // serve writes b's certificate and key where the webhook server reads them; b's CA is then
@@ -97,10 +137,11 @@ func (c *Controller) bundleFor(ca, replacedCA []byte, now time.Time) []byte {
 // the Secret is missing or unusable; trust runs with the new CA before it is stored. replacedCA
 // is the ca.crt this call overwrote if that Secret's certificate was usable now (only the
 // look-ahead failed), so some replica may have served it; a Secret no replica could serve
-// contributes nothing. Replicas racing here (without leader election) converge: a lost create
+// contributes nothing. trust's error (the wait cut short) stops before the Secret is written.
+// Replicas racing here (without leader election) converge: a lost create
 // (AlreadyExists) or update (Conflict) re-reads the winner's Secret, which then validates and
 // is reused.
-func (c *Controller) ensureSecret(ctx context.Context, trust func(newCA, replacedCA []byte)) (b *servingBundle, replacedCA []byte, err error) {
+func (c *Controller) ensureSecret(ctx context.Context, trust func(newCA, replacedCA []byte) error) (b *servingBundle, replacedCA []byte, err error) {
 	ref := c.opts.secretRef()
 	for range secretWriteAttempts {
 		var s corev1.Secret
@@ -115,7 +156,9 @@ func (c *Controller) ensureSecret(ctx context.Context, trust func(newCA, replace
 				Type:       corev1.SecretTypeTLS,
 				Data:       b.secretData(),
 			}
-			trust(b.caPEM, nil)
+			if err := trust(b.caPEM, nil); err != nil {
+				return nil, nil, err
+			}
 			err = c.client.Create(ctx, &s)
 			if apierrors.IsAlreadyExists(err) {
 				continue
@@ -150,7 +193,9 @@ func (c *Controller) ensureSecret(ctx context.Context, trust func(newCA, replace
 		for k, v := range b.secretData() {
 			s.Data[k] = v
 		}
-		trust(b.caPEM, replaced)
+		if err := trust(b.caPEM, replaced); err != nil {
+			return nil, nil, err
+		}
 		// The Secret's resourceVersion makes this update fail if anyone changed it since the read.
 		err = c.client.Update(ctx, &s)
 		if apierrors.IsConflict(err) {
@@ -175,9 +220,10 @@ func (c *Controller) servableNow() *Options {
 
 // follow is the pass of a replica that is not the leader: it serves the Secret's certificate
 // when it is usable now and, with gate (once this replica serves something), when every
-// caBundle already trusts its CA — the leader injects a new CA before it stores it, and a
-// Secret written by hand waits for the leader's injection. It never writes the Secret or a
-// caBundle. pending says it is waiting for the leader (retry soon).
+// caBundle already trusts its CA — the leader injects a new CA CAPropagation before it stores
+// it, and a Secret written by hand waits for the leader's injection, then CAPropagation. It
+// never writes the Secret and only adds trust (at startup) to a caBundle. pending says it is
+// waiting for the leader (retry soon).
 func (c *Controller) follow(ctx context.Context, gate bool) (serving, pending bool, errs []error) {
 	ref := c.opts.secretRef()
 	var s corev1.Secret
@@ -201,11 +247,18 @@ func (c *Controller) follow(ctx context.Context, gate bool) (serving, pending bo
 			// Serving beats waiting on what cannot be read: the leader repairs the caBundles.
 			errs = append(errs, err)
 		case !trusted:
+			c.untrustedCA = b.caPEM
 			c.reportOnce("secret", "untrusted: "+b.String(), logPrefix+"Secret holds a new CA the caBundles do not trust yet; waiting for the leader to inject it",
 				"secret", ref, "certificate", b.String())
 			return c.isLoaded(), true, errs
+		case bytes.Equal(c.untrustedCA, b.caPEM):
+			// The leader injected it since this replica last looked, just now for all it knows.
+			if err := c.awaitPropagation(ctx, "serving it"); err != nil {
+				return c.isLoaded(), false, append(errs, err)
+			}
 		}
 	}
+	c.untrustedCA = nil
 	if c.reported["secret"] != "" {
 		delete(c.reported, "secret")
 	}
@@ -213,8 +266,14 @@ func (c *Controller) follow(ctx context.Context, gate bool) (serving, pending bo
 		// At startup a replica injects before it serves, leader or not: a restart is the
 		// documented fix for an emptied or foreign caBundle (T3), and the leader may still be
 		// the stopping pod. Only adding trust in the Secret's CA, never removing any, is safe
-		// beside the leader.
-		errs = append(errs, c.addTrust(ctx, b)...)
+		// beside the leader; trust it added is given time to reach the API server.
+		added, trustErrs := c.addTrust(ctx, b)
+		errs = append(errs, trustErrs...)
+		if added && len(trustErrs) == 0 {
+			if err := c.awaitPropagation(ctx, "serving it"); err != nil {
+				return false, false, append(errs, err)
+			}
+		}
 	}
 	if err := c.serve(b); err != nil {
 		return false, false, append(errs, err)
@@ -223,9 +282,8 @@ func (c *Controller) follow(ctx context.Context, gate bool) (serving, pending bo
 }
 
 // addTrust appends b's CA to every caBundle that does not hold it, keeping what the bundle
-// trusts already.
-func (c *Controller) addTrust(ctx context.Context, b *servingBundle) []error {
-	var errs []error
+// trusts already. added says it changed at least one.
+func (c *Controller) addTrust(ctx context.Context, b *servingBundle) (added bool, errs []error) {
 	for _, o := range c.injectTargets() {
 		obj := o.newObj()
 		if err := c.client.Get(ctx, client.ObjectKey{Name: o.name}, obj); err != nil {
@@ -254,9 +312,13 @@ func (c *Controller) addTrust(ctx context.Context, b *servingBundle) []error {
 				bundle = b.caPEM
 			}
 		}
-		errs = appendErr(errs, c.inject(ctx, o.kind, o.name, o.newObj, bundle))
+		if err := c.inject(ctx, o.kind, o.name, o.newObj, bundle); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		added = true
 	}
-	return errs
+	return added, errs
 }
 
 // trusted reports whether every caBundle this operator injects holds b's CA. Objects that do

@@ -64,7 +64,9 @@ type Controller struct {
 
 	// retry is the back-off after a failed attempt (500 ms, doubling up to the check interval
 	// or 30 s): each retry loop steps a copy of it and starts over from it after a success.
-	// overlapFor is how long the previous CA stays in the injected bundles after a CA change.
+	// overlapFor is how long the previous CA stays in the injected bundles after a CA change:
+	// CAPropagation before the Secret holds the new CA, a check interval for every replica to
+	// switch to it, and CAPropagation more for the last of them to reload its files.
 	retry      wait.Backoff
 	overlapFor time.Duration
 
@@ -82,10 +84,13 @@ type Controller struct {
 	wake     chan struct{}
 
 	// State of the automatic mode, used only by the goroutine running Bootstrap and then Start.
-	lastCA   []byte
-	overlap  *caOverlap
-	reported map[string]string
-	retryNow bool // Bootstrap left something (an injection) to retry
+	lastCA  []byte
+	overlap *caOverlap
+	// untrustedCA is the Secret's CA a follower last found missing from a caBundle: once it
+	// is trusted, it is served only after CAPropagation.
+	untrustedCA []byte
+	reported    map[string]string
+	retryNow    bool // Bootstrap left something (an injection) to retry
 }
 
 // New validates the options and builds a Controller. In automatic mode it talks to the API
@@ -110,7 +115,7 @@ func New(cfg *rest.Config, opts Options, log logr.Logger) (*Controller, error) {
 		client:     cl,
 		log:        log,
 		retry:      wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: min(opts.CheckInterval, 30*time.Second)},
-		overlapFor: opts.CheckInterval,
+		overlapFor: 2*opts.CAPropagation + opts.CheckInterval,
 		reported:   map[string]string{},
 		loaded:     make(chan struct{}),
 		wake:       make(chan struct{}, 1),

@@ -37,6 +37,9 @@ const (
 	DefaultServerValidity = 10 * 365 * 24 * time.Hour
 	DefaultLookAhead      = 90 * 24 * time.Hour
 	DefaultCheckInterval  = 30 * time.Second
+	// DefaultCAPropagation is the flag's default for Options.CAPropagation (zero there means
+	// no wait).
+	DefaultCAPropagation = 5 * time.Second
 	// DefaultOLMCertDir is where OLM mounts the serving certificate of operators it installs.
 	DefaultOLMCertDir = "/apiserver.local.config/certificates"
 )
@@ -68,6 +71,11 @@ type Options struct {
 	// CheckInterval is how often the Secret, the files and every caBundle are re-checked in
 	// automatic mode (the webhook configurations cannot be watched by a restricted operator).
 	CheckInterval time.Duration
+
+	// CAPropagation is how long a CA must have been in every caBundle before a certificate it
+	// signed is stored or served (automatic mode): the time the API server's informers get to
+	// see the new bundles. Zero: no wait.
+	CAPropagation time.Duration
 
 	// ValidatingWebhookConfigurations and MutatingWebhookConfigurations are injected with
 	// ca.crt in every webhook they contain (automatic mode only).
@@ -129,8 +137,8 @@ func (o *Options) validate() error {
 		if o.LookAhead >= o.CAValidity {
 			errs = append(errs, fmt.Errorf("certificate look-ahead %s must be shorter than the CA validity %s", o.LookAhead, o.CAValidity))
 		}
-		if o.LookAhead < 0 || o.CheckInterval < 0 {
-			errs = append(errs, errors.New("certificate look-ahead and check interval must not be negative"))
+		if o.LookAhead < 0 || o.CheckInterval < 0 || o.CAPropagation < 0 {
+			errs = append(errs, errors.New("certificate look-ahead, check interval and CA propagation must not be negative"))
 		}
 	}
 	return errors.Join(errs...)
