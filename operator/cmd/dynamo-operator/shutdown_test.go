@@ -36,6 +36,10 @@ import (
 
 // The fatal exits of a namespace-restricted operator, each against a real API server: every
 // one must leave the namespace without its lock Lease.
+//
+// The file sorts after main_test.go on purpose: TestOperatorServesWebhooksThroughTheAPIServer
+// installs the process's logger, which controller-runtime accepts only within 30 s of the
+// first use of its log (then it settles on a null logger for good); these tests take longer.
 
 // newBareManager is a manager on env with nothing served, for the exit helpers.
 func newBareManager(t *testing.T, cfg *rest.Config) manager.Manager {
