@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -109,6 +110,9 @@ func New(cfg *rest.Config, opts Options, log logr.Logger) (*Controller, error) {
 		if cl, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 			return nil, fmt.Errorf("building the API client for the webhook certificate controller: %w", err)
 		}
+		if opts.FieldOwner != "" {
+			cl = ownedClient{Client: client.WithFieldOwner(cl, opts.FieldOwner), watcher: cl}
+		}
 	}
 	c := &Controller{
 		opts:       opts,
@@ -122,6 +126,17 @@ func New(cfg *rest.Config, opts Options, log logr.Logger) (*Controller, error) {
 	}
 	c.leading.Store(!opts.LeaderElection)
 	return c, nil
+}
+
+// ownedClient writes as Options.FieldOwner; controller-runtime's WithFieldOwner returns a
+// client without Watch, which the Secret watch needs (a watch writes nothing).
+type ownedClient struct {
+	client.Client
+	watcher client.WithWatch
+}
+
+func (c ownedClient) Watch(ctx context.Context, list client.ObjectList, opts ...client.ListOption) (watch.Interface, error) {
+	return c.watcher.Watch(ctx, list, opts...)
 }
 
 // Bootstrap prepares the serving certificate before the manager starts, so the webhook server

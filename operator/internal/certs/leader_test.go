@@ -11,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // replica is one operator replica's certificate controller, with its own files and log.
@@ -28,6 +31,7 @@ func (f *fixture) replica(name string) *replica {
 	opts := f.options()
 	opts.LeaderElection = true
 	opts.CertDir = filepath.Join(f.t.TempDir(), name)
+	opts.FieldOwner = "dynamo-operator/" + name
 	logs, log := newLogRecorder(f.t)
 	c, err := New(f.env.Config, opts, log.WithValues("replica", name))
 	must(f.t, err)
@@ -116,6 +120,16 @@ func TestLeaderElection(t *testing.T) {
 			require.NoError(t, servesCertificate(tlsServer(t, r.c), f.host(), s.Data[keyCACert], leafOf(t, s)), "%s serves", r.name)
 		}
 		assert.NotZero(t, a.writes(), "the leader logged no generation or injection")
+		// The API server names the writer: the leader's field owner holds the certificate
+		// and every caBundle, the follower's nothing.
+		assert.Equal(t, []string{"dynamo-operator/a"}, owners(s, `"f:tls.crt"`), "managers owning Secret %s/%s data.tls.crt", f.ns, f.secret)
+		for name, obj := range map[string]client.Object{
+			f.vwc: &admissionregistrationv1.ValidatingWebhookConfiguration{}, f.mwc: &admissionregistrationv1.MutatingWebhookConfiguration{},
+			dgdrCRD: &apiextensionsv1.CustomResourceDefinition{},
+		} {
+			must(t, f.env.Client.Get(context.Background(), client.ObjectKey{Name: name}, obj))
+			assert.Equal(t, []string{"dynamo-operator/a"}, owners(obj, `"f:caBundle"`), "managers owning the caBundles of %T %s", obj, name)
+		}
 		n := b.writes()
 		assert.Equal(t, 0, n, "the replica that does not lead generated or injected (%d log lines)", n)
 		_, err = b.logs.line("cert-controller:", "waiting for the leader to create it")
@@ -236,6 +250,18 @@ func TestLeaderElection(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// owners lists the field managers of obj whose fields include field (a fieldsV1 key such as
+// `"f:caBundle"`).
+func owners(obj client.Object, field string) []string {
+	var out []string
+	for _, m := range obj.GetManagedFields() {
+		if m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), field) {
+			out = append(out, m.Manager)
+		}
+	}
+	return out
 }
 
 // mustBundle parses Secret data as controller c does.

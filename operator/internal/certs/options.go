@@ -89,6 +89,11 @@ type Options struct {
 	// does so only while Controller.Leader() runs. Without it the Controller is the only
 	// writer.
 	LeaderElection bool
+
+	// FieldOwner is the field manager of every write (Secret, caBundles), so the objects'
+	// managedFields say which replica wrote them: the operator passes "dynamo-operator/<pod>".
+	// Empty: the API client's default (the binary's name), the same for every replica.
+	FieldOwner string
 }
 
 func (o *Options) setDefaults() {
