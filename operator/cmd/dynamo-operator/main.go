@@ -241,6 +241,11 @@ func (o options) certOptions() certs.Options {
 		CAPropagation:  o.caPropagation,
 		LeaderElection: o.leaderElect,
 	}
+	if o.podName != "" {
+		// Each replica writes under its own name: who wrote a Secret or caBundle is in its
+		// managedFields (scenario C12 checks that only the leader does).
+		c.FieldOwner = "dynamo-operator/" + o.podName
+	}
 	if o.validatingName != "" {
 		c.ValidatingWebhookConfigurations = []string{o.validatingName}
 	}
