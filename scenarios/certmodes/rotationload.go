@@ -34,22 +34,27 @@ const rotations = 10
 
 // Short certificate timings of P3's automatic-mode release; webhook.caPropagation keeps the
 // chart's default, the protocol users run. A generated certificate (CA and serving certificate
-// alike) falls within the look-ahead validity − lookAhead = 4 s after it was made, so the
-// leader replaces both at its next check (every second): a rotation every 4–5 s plus
-// caPropagation, each through the real path — trust the new CA beside the old one, keep
-// serving the old certificate for caPropagation, store the Secret, serve the new files, drop
-// the old CA 2 × caPropagation + one check interval after the injection.
-var shortRotationValues = map[string]any{"webhook": map[string]any{
-	"certificateValidity": map[string]any{"ca": "12s", "server": "12s", "lookAhead": "8s"},
-	"checkInterval":       "1s",
-}}
-
-// shortRotationPeriod is validity − lookAhead of shortRotationValues; a rotation begins at most
-// one check interval later and stores its certificate caPropagation after that.
+// alike) falls within the look-ahead validity − lookAhead = 6 s after it was made, so the
+// leader replaces both at its next check (every second), through the real path: trust the new
+// CA beside the old one, keep serving the old certificate for caPropagation, store the Secret,
+// serve the new files, drop the old CA 2 × caPropagation + one check interval after the
+// injection. The look-ahead leaves the old certificate valid for lookAhead − caPropagation
+// (9 s with the default 5 s) after the new one is due, enough for a loaded machine's slow
+// passes: with 12 s and 8 s, a run beside two CPU-bound workers served a certificate 3 s past
+// its notAfter (x509: certificate has expired).
 const (
-	shortRotationPeriod = 4 * time.Second
-	shortCheckInterval  = time.Second
+	shortValidity      = 20 * time.Second
+	shortLookAhead     = 14 * time.Second
+	shortCheckInterval = time.Second
+	// shortRotationPeriod is validity − lookAhead: a rotation begins at most one check
+	// interval later and stores its certificate caPropagation after that.
+	shortRotationPeriod = shortValidity - shortLookAhead
 )
+
+var shortRotationValues = map[string]any{"webhook": map[string]any{
+	"certificateValidity": map[string]any{"ca": shortValidity.String(), "server": shortValidity.String(), "lookAhead": shortLookAhead.String()},
+	"checkInterval":       shortCheckInterval.String(),
+}}
 
 // rotation is one observed change of the Secret: the new certificates, when the change was
 // seen, and how long after that the webhook Service served the new certificate.
@@ -137,7 +142,7 @@ func startShortRotations(ctx context.Context, t *testing.T, c *suite.Cluster, r 
 	err := c.Kube().CoreV1().Secrets(r.Namespace).Delete(ctx, r.SecretName(), metav1.DeleteOptions{})
 	expect.NoError(t, err, "deleting Secret %s/%s so the operator generates a short-lived certificate", r.Namespace, r.SecretName())
 	var s install.SecretCertificates
-	what := fmt.Sprintf("Secret %s/%s to hold a certificate valid for less than a minute (webhook.certificateValidity.server 12s)", r.Namespace, r.SecretName())
+	what := fmt.Sprintf("Secret %s/%s to hold a certificate valid for less than a minute (webhook.certificateValidity.server %s)", r.Namespace, r.SecretName(), shortValidity)
 	expect.Eventually(ctx, t, what, convergeTimeout, func(ctx context.Context) (bool, string, error) {
 		got, err := install.ReadSecretCertificates(ctx, c.Kube(), r)
 		if err != nil {
@@ -182,8 +187,8 @@ func followAutomaticRotations(ctx context.Context, t *testing.T, c *suite.Cluste
 	var out []rotation
 	for i := range rotations {
 		next := waitSecretChanged(ctx, t, c, r, prev, shortRotationPeriod+propagation+2*shortCheckInterval+convergeTimeout/4,
-			fmt.Sprintf("rotation %d/%d (webhook.certificateValidity 12s, lookAhead 8s, checkInterval 1s, caPropagation %s: one is stored every %s–%s)",
-				i+1, rotations, propagation, shortRotationPeriod+propagation, shortRotationPeriod+propagation+shortCheckInterval))
+			fmt.Sprintf("rotation %d/%d (webhook.certificateValidity %s, lookAhead %s, checkInterval %s, caPropagation %s: one is stored every %s–%s)",
+				i+1, rotations, shortValidity, shortLookAhead, shortCheckInterval, propagation, shortRotationPeriod+propagation, shortRotationPeriod+propagation+shortCheckInterval))
 		next.caChanged = !next.certs.CA.Equal(prev.CA)
 		if !next.caChanged {
 			expect.Errorf(t, "rotation %d/%d: expected a new CA with the new serving certificate (automatic mode rotates both), saw the CA %s kept", i+1, rotations, install.Describe(prev.CA))

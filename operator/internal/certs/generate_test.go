@@ -207,6 +207,12 @@ func TestOptionsValidation(t *testing.T) {
 	o.LookAhead = o.ServerValidity
 	err := o.validate()
 	require.ErrorContains(t, err, "look-ahead", "look-ahead as long as the validity accepted")
+	short := testOptions()
+	short.LookAhead, short.CAPropagation, short.CheckInterval = 6*time.Second, 5*time.Second, time.Second
+	require.ErrorContains(t, short.validate(), "certificate look-ahead 6s must be longer than the CA propagation 5s plus the check interval 1s",
+		"a look-ahead the rotation protocol outlasts accepted: the old certificate would expire before the new one is served")
+	short.LookAhead = 6*time.Second + time.Millisecond
+	require.NoError(t, short.validate(), "a look-ahead just longer than propagation + check interval rejected")
 	ext := Options{Mode: ModeExternal, CertDir: "/x"}
 	ext.setDefaults()
 	require.NoError(t, ext.validate(), "external mode needs no Secret or Service names")

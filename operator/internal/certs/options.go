@@ -142,6 +142,11 @@ func (o *Options) validate() error {
 		if o.LookAhead >= o.CAValidity {
 			errs = append(errs, fmt.Errorf("certificate look-ahead %s must be shorter than the CA validity %s", o.LookAhead, o.CAValidity))
 		}
+		// A rotation begins within a check interval of the look-ahead and serves the new
+		// certificate CAPropagation later: the old one must still be valid then.
+		if o.LookAhead <= o.CAPropagation+o.CheckInterval {
+			errs = append(errs, fmt.Errorf("certificate look-ahead %s must be longer than the CA propagation %s plus the check interval %s: a rotation serves the new certificate that long after it begins, and the old one must still be valid", o.LookAhead, o.CAPropagation, o.CheckInterval))
+		}
 		if o.LookAhead < 0 || o.CheckInterval < 0 || o.CAPropagation < 0 {
 			errs = append(errs, errors.New("certificate look-ahead, check interval and CA propagation must not be negative"))
 		}
