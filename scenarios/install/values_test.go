@@ -24,6 +24,7 @@ func TestSchemaRejectsInvalidValues(t *testing.T) {
 		{name: "latencyInjection not a duration", values: `{webhook: {latencyInjection: soon}}`, want: []string{"/webhook/latencyInjection"}},
 		{name: "timeoutSeconds above the API limit", values: `{webhook: {timeoutSeconds: 31}}`, want: []string{"/webhook/timeoutSeconds"}},
 		{name: "duration that is not a Go duration", values: `{webhook: {certificateValidity: {ca: 10y}}}`, want: []string{"/webhook/certificateValidity/ca"}},
+		{name: "logLevel past the most verbose", values: `{logLevel: 129}`, want: []string{"/logLevel"}},
 		{name: "image tag given as a number", values: `{image: {tag: 1.5}}`, want: []string{"/image/tag", "string"}},
 	}
 	for _, tc := range cases {
