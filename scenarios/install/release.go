@@ -201,6 +201,22 @@ func (r *Release) CAPropagation() (time.Duration, error) {
 	return d, nil
 }
 
+// LogLevel is logLevel, the operator's --zap-log-level: the release's value, else the chart's
+// default from its values.yaml.
+func (r *Release) LogLevel() (string, error) {
+	v, ok := lookup(r.Values, "logLevel")
+	if !ok {
+		ch, err := LoadChart()
+		if err != nil {
+			return "", err
+		}
+		if v, ok = lookup(ch.Values, "logLevel"); !ok {
+			return "", fmt.Errorf("chart %s: values.yaml sets no logLevel", ChartPath)
+		}
+	}
+	return fmt.Sprint(v), nil
+}
+
 func (r *Release) name() string      { return r.withDefaults().Name }
 func (r *Release) namespace() string { return r.withDefaults().Namespace }
 

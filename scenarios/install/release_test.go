@@ -203,3 +203,14 @@ func TestMergeValuesMergesMapsAndLetsOverWin(t *testing.T) {
 	require.NotNil(t, got, "expected an empty map from two nil maps, saw %#v", got)
 	assert.Empty(t, got, "expected an empty map from two nil maps, saw %#v", got)
 }
+
+func TestLogLevelIsTheReleasesElseTheCharts(t *testing.T) {
+	r := &install.Release{Values: map[string]any{"logLevel": 128}}
+	got, err := r.LogLevel()
+	require.NoError(t, err)
+	assert.Equal(t, "128", got, "the release's value")
+
+	got, err = (&install.Release{}).LogLevel()
+	require.NoError(t, err)
+	assert.Equal(t, "info", got, "the chart's default (values.yaml)")
+}

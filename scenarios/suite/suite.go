@@ -396,13 +396,23 @@ func (s *Suite) checkNoPrivateKeys() {
 		s.progress.printf("✗ %v", err)
 		return
 	}
+	// What the logs could hold depends on how verbose the operator was: the report says.
+	details := map[string]any{}
+	if s.release != nil {
+		level, err := s.release.LogLevel()
+		if err != nil {
+			level = err.Error()
+		}
+		details["operatorLogLevel"] = level
+	}
 	found, err := scanForPrivateKeys(s.outputDir())
 	if msg := keyScanVerdict(s.outputDir(), found, err); msg != "" {
 		s.progress.printf("✗ %s %s: %s", KeyScanID, title, msg)
-		_ = s.recorder.Finish(KeyScanID, report.Failed, map[string]any{report.MessageKey: msg})
+		details[report.MessageKey] = msg
+		_ = s.recorder.Finish(KeyScanID, report.Failed, details)
 		return
 	}
-	_ = s.recorder.Finish(KeyScanID, report.Passed, nil)
+	_ = s.recorder.Finish(KeyScanID, report.Passed, details)
 }
 
 func (s *Suite) printSummary() {
