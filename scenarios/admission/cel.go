@@ -3,7 +3,6 @@ package admission
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -76,47 +75,11 @@ func celWithoutWebhook() e2etypes.Feature {
 			bypassed = !t.Failed()
 			return ctx
 		}).
-		Assess("DynamoComponentDeployment and DynamoGraphDeployment: backendFramework cannot change", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess("every CEL rule on both sides, as with the webhooks: backendFramework, modelType and baseModelName cannot change but can be sent unchanged; a request's spec cannot change while Profiling, Deploying or Deployed, and can while Pending", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			requireBypassed(t)
 			dyn := suite.ClusterFrom(ctx, t).Dynamic()
-			for _, k := range []kind{componentDeployments, graphDeployments} {
-				name := strings.ToLower(strings.TrimPrefix(k.name, "Dynamo"))
-				spec := componentSpec()
-				if k == graphDeployments {
-					spec = graphSpec(twoServices())
-				}
-				k.mustCreate(ctx, t, dyn, k.object(ns, name, spec))
-				_, err := k.tryPatch(ctx, dyn, ns, name, map[string]any{"spec": map[string]any{"backendFramework": "sglang"}})
-				expectDenied(t, fmt.Sprintf("changing spec.backendFramework of %s %s to sglang with the webhooks bypassed", k, ref(ns, name)), err,
-					k.celDenial(name, "spec", "backendFramework is immutable"))
-			}
-			return ctx
-		}).
-		Assess("DynamoModel: modelType and baseModelName cannot change", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			requireBypassed(t)
-			dyn := suite.ClusterFrom(ctx, t).Dynamic()
-			const name = "llama"
-			models.mustCreate(ctx, t, dyn, models.object(ns, name, modelSpec()))
-			_, err := models.tryPatch(ctx, dyn, ns, name, map[string]any{"spec": map[string]any{"modelType": "lora"}})
-			expectDenied(t, "changing spec.modelType of DynamoModel "+ref(ns, name)+" with the webhooks bypassed", err, models.celDenial(name, "spec", "modelType is immutable"))
-			_, err = models.tryPatch(ctx, dyn, ns, name, map[string]any{"spec": map[string]any{"baseModelName": "meta-llama/Llama-3-70B"}})
-			expectDenied(t, "changing spec.baseModelName of DynamoModel "+ref(ns, name)+" with the webhooks bypassed", err, models.celDenial(name, "spec", "baseModelName is immutable"))
-			return ctx
-		}).
-		Assess("DynamoGraphDeploymentRequest: the spec cannot change while Profiling, Deploying or Deployed, and can while Pending", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			requireBypassed(t)
-			dyn := suite.ClusterFrom(ctx, t).Dynamic()
-			for _, phase := range append(lockedPhases, "Pending") {
-				name := strings.ToLower(phase)
-				requests.mustCreate(ctx, t, dyn, requests.object(ns, name, requestSpec("vllm", "rapid")))
-				requests.patchStatus(ctx, t, dyn, ns, name, map[string]any{"phase": phase})
-				_, err := requests.tryPatch(ctx, dyn, ns, name, map[string]any{"spec": map[string]any{"model": "meta-llama/Llama-3-70B"}})
-				doing := "changing spec.model of DynamoGraphDeploymentRequest " + ref(ns, name) + " while " + phase + " with the webhooks bypassed"
-				if phase == "Pending" {
-					expectAdmitted(t, doing, err)
-					continue
-				}
-				expectDenied(t, doing, err, requests.celDenial(name, "<nil>", lockedSpec))
+			for _, b := range celBoundaries() {
+				expectBoundary(ctx, t, dyn, ns, b)
 			}
 			return ctx
 		}).

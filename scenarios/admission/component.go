@@ -23,10 +23,7 @@ func componentUpdate() e2etypes.Feature {
 			componentDeployments.mustCreate(ctx, t, suite.ClusterFrom(ctx, t).Dynamic(), componentDeployments.object(ns, name, componentSpec()))
 			return ctx
 		}).
-		Assess("changing or removing backendFramework is rejected", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			expectBackendFrameworkFixed(ctx, t, componentDeployments, ns, name, "trtllm")
-			return ctx
-		}).
+		Assess(boundariesStep, assessBoundaries(&ns, "A4")).
 		Assess("other changes are admitted and stored; backendFramework stays vllm", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			dyn := suite.ClusterFrom(ctx, t).Dynamic()
 			got, err := componentDeployments.tryPatch(ctx, dyn, ns, name, map[string]any{"spec": map[string]any{"replicas": int64(4), "image": "registry.example.com/vllm:1"}})
@@ -37,4 +34,9 @@ func componentUpdate() e2etypes.Feature {
 			return ctx
 		}).
 		Feature()
+}
+
+// componentDeploymentBoundaries are the rules of A4.
+func componentDeploymentBoundaries() []boundary {
+	return []boundary{backendFrameworkFixed("A4", componentDeployments, componentSpec(), "trtllm")}
 }

@@ -19,42 +19,6 @@ import (
 // executorAnnotation selects vLLM's distributed executor backend; only mp and ray exist.
 const executorAnnotation = "nvidia.com/vllm-distributed-executor-backend"
 
-// componentCase is a component spec fragment and what the shared rules make of it.
-type componentCase struct {
-	id  string         // part of the object's name
-	set map[string]any // fields of the component (DCD spec, or one DGD service)
-	// cause is the denial's cause with %[1]s standing for the component's path ("spec" or
-	// "spec.services[frontend]"); empty when the fragment is admitted.
-	cause string
-}
-
-// brokenComponents break one shared rule each.
-var brokenComponents = []componentCase{
-	{"negative-replicas", map[string]any{"replicas": int64(-1)},
-		"%[1]s.replicas: Invalid value: -1: must be greater than or equal to 0"},
-	{"ingress-without-host", map[string]any{"ingress": map[string]any{"enabled": true}},
-		"%[1]s.ingress.host: Required value: required when ingress is enabled"},
-	{"mount-without-mountpoint", map[string]any{"volumeMounts": []any{map[string]any{"name": "models"}}},
-		"%[1]s.volumeMounts[0].mountPoint: Required value: required unless useAsCompilationCache is true"},
-	{"shm-without-size", map[string]any{"sharedMemory": map[string]any{"disabled": false}},
-		"%[1]s.sharedMemory.size: Required value: required unless sharedMemory.disabled is true"},
-	{"executor-thread", map[string]any{"annotations": map[string]any{executorAnnotation: "thread"}},
-		`%[1]s.annotations[` + executorAnnotation + `]: Unsupported value: "thread": supported values: "mp", "ray"`},
-}
-
-// allowedComponents sit on the allowed side of each rule's boundary.
-var allowedComponents = []componentCase{
-	{id: "zero-replicas", set: map[string]any{"replicas": int64(0)}},
-	{id: "ingress-with-host", set: map[string]any{"ingress": map[string]any{"enabled": true, "host": "llm.example.com"}}},
-	{id: "ingress-disabled", set: map[string]any{"ingress": map[string]any{"enabled": false}}},
-	{id: "compilation-cache", set: map[string]any{"volumeMounts": []any{map[string]any{"name": "cache", "useAsCompilationCache": true}}}},
-	{id: "mountpoint", set: map[string]any{"volumeMounts": []any{map[string]any{"name": "models", "mountPoint": "/models"}}}},
-	{id: "shm-disabled", set: map[string]any{"sharedMemory": map[string]any{"disabled": true}}},
-	{id: "shm-size", set: map[string]any{"sharedMemory": map[string]any{"size": "8Gi"}}},
-	{id: "executor-mp", set: map[string]any{"annotations": map[string]any{executorAnnotation: "mp"}}},
-	{id: "executor-ray", set: map[string]any{"annotations": map[string]any{executorAnnotation: "ray"}}},
-}
-
 // deprecatedFields are admitted, each with its own warning (%[1]s: the component's path).
 var deprecatedFields = map[string]any{
 	"dynamoNamespace": "legacy-namespace",
@@ -67,58 +31,15 @@ var deprecationWarnings = []string{
 }
 
 // sharedRules is A1: the rules a DynamoComponentDeployment and every service of a
-// DynamoGraphDeployment share, seen from both kinds — denials naming the field, admitted
-// objects stored as written, and warnings (not denials) for deprecated fields.
+// DynamoGraphDeployment share (componentRules), seen from both kinds on both sides — denials
+// naming the field, the closest admitted values stored as written — and warnings (not denials)
+// for deprecated fields.
 func sharedRules() e2etypes.Feature {
 	var ns string
 	return features.New("DynamoComponentDeployment and DynamoGraphDeployment services share the component rules; deprecated fields warn").
 		WithLabel(suite.LabelScenario, "A1").
 		Setup(suite.NamespaceSetup(&ns, "a1")).
-		Assess("a DynamoComponentDeployment breaking a rule is denied, naming the field", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			dyn := suite.ClusterFrom(ctx, t).Dynamic()
-			for _, tc := range brokenComponents {
-				name := "dcd-" + tc.id
-				_, err := componentDeployments.tryCreate(ctx, dyn, componentDeployments.object(ns, name, merged(componentSpec(), tc.set)))
-				expectDenied(t, "creating DynamoComponentDeployment "+ref(ns, name), err,
-					componentDeployments.denial(ns, name, fmt.Sprintf(tc.cause, "spec")))
-			}
-			return ctx
-		}).
-		Assess("a DynamoGraphDeployment whose service breaks a rule is denied, naming the service's field", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			dyn := suite.ClusterFrom(ctx, t).Dynamic()
-			for _, tc := range brokenComponents {
-				name := "dgd-" + tc.id
-				obj := graphDeployments.object(ns, name, graphSpec(map[string]any{"frontend": merged(map[string]any{"replicas": int64(1)}, tc.set)}))
-				_, err := graphDeployments.tryCreate(ctx, dyn, obj)
-				expectDenied(t, "creating DynamoGraphDeployment "+ref(ns, name), err,
-					graphDeployments.denial(ns, name, fmt.Sprintf(tc.cause, "spec.services[frontend]")))
-			}
-			return ctx
-		}).
-		Assess("the rules hold on update too", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			dyn := suite.ClusterFrom(ctx, t).Dynamic()
-			componentDeployments.mustCreate(ctx, t, dyn, componentDeployments.object(ns, "dcd-scaled", componentSpec()))
-			_, err := componentDeployments.tryPatch(ctx, dyn, ns, "dcd-scaled", map[string]any{"spec": map[string]any{"replicas": -1}})
-			expectDenied(t, "patching spec.replicas of DynamoComponentDeployment "+ref(ns, "dcd-scaled")+" to -1", err,
-				componentDeployments.denial(ns, "dcd-scaled", "spec.replicas: Invalid value: -1: must be greater than or equal to 0"))
-			return ctx
-		}).
-		Assess("what the rules allow is admitted and stored as written, for both kinds", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			dyn := suite.ClusterFrom(ctx, t).Dynamic()
-			for _, tc := range allowedComponents {
-				dcd := componentDeployments.object(ns, "dcd-"+tc.id, merged(componentSpec(), tc.set))
-				what := "DynamoComponentDeployment " + ref(ns, dcd.GetName())
-				if got, err := componentDeployments.tryCreate(ctx, dyn, dcd); expectAdmitted(t, "creating "+what, err) {
-					expectStored(t, "spec of "+what, nestedMap(got, "spec"), tc.set)
-				}
-				dgd := graphDeployments.object(ns, "dgd-"+tc.id, graphSpec(map[string]any{"frontend": merged(map[string]any{"replicas": int64(1)}, tc.set)}))
-				what = "DynamoGraphDeployment " + ref(ns, dgd.GetName())
-				if got, err := graphDeployments.tryCreate(ctx, dyn, dgd); expectAdmitted(t, "creating "+what, err) {
-					expectStored(t, "spec.services[frontend] of "+what, nestedMap(got, "spec", "services", "frontend"), tc.set)
-				}
-			}
-			return ctx
-		}).
+		Assess(boundariesStep, assessBoundaries(&ns, "A1")).
 		Assess("deprecated dynamoNamespace and autoscaling are admitted with one warning each, on create and on update", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
 			dcd := componentDeployments.object(ns, "dcd-deprecated", merged(componentSpec(), deprecatedFields))
@@ -163,4 +84,77 @@ func expectWarned(ctx context.Context, t *testing.T, c *suite.Cluster, k kind, o
 	}
 	slices.Sort(warnings)
 	expect.Equal(t, "warnings returned for labelling "+what, want, warnings)
+}
+
+// componentRule is a rule on the component spec a DynamoComponentDeployment and every service
+// of a DynamoGraphDeployment share (A1): fragments of a component, and the causes with %[1]s
+// standing for the component's path.
+type componentRule struct {
+	id, rule string
+	judge    judge
+	refused  map[string]any
+	cause    string
+	admitted []map[string]any
+}
+
+var componentRules = []componentRule{
+	{"replicas", "replicas ≥ 0", byWebhook, map[string]any{"replicas": int64(-1)},
+		"%[1]s.replicas: Invalid value: -1: must be greater than or equal to 0",
+		[]map[string]any{{"replicas": int64(0)}}},
+	{"ingress-host", "ingress.host required when ingress is enabled", byWebhook, map[string]any{"ingress": map[string]any{"enabled": true}},
+		"%[1]s.ingress.host: Required value: required when ingress is enabled",
+		[]map[string]any{{"ingress": map[string]any{"enabled": true, "host": "llm.example.com"}}, {"ingress": map[string]any{"enabled": false}}}},
+	{"mountpoint", "volumeMounts[].mountPoint required unless useAsCompilationCache", byWebhook, map[string]any{"volumeMounts": []any{map[string]any{"name": "models"}}},
+		"%[1]s.volumeMounts[0].mountPoint: Required value: required unless useAsCompilationCache is true",
+		[]map[string]any{{"volumeMounts": []any{map[string]any{"name": "cache", "useAsCompilationCache": true}}}, {"volumeMounts": []any{map[string]any{"name": "models", "mountPoint": "/models"}}}}},
+	{"shm-size", "sharedMemory.size required unless disabled", byWebhook, map[string]any{"sharedMemory": map[string]any{"disabled": false}},
+		"%[1]s.sharedMemory.size: Required value: required unless sharedMemory.disabled is true",
+		[]map[string]any{{"sharedMemory": map[string]any{"disabled": true}}, {"sharedMemory": map[string]any{"size": "8Gi"}}}},
+	{"executor", "annotation " + executorAnnotation + " ∈ {mp, ray}", byWebhook, map[string]any{"annotations": map[string]any{executorAnnotation: "foo"}},
+		`%[1]s.annotations[` + executorAnnotation + `]: Unsupported value: "foo": supported values: "mp", "ray"`,
+		[]map[string]any{{"annotations": map[string]any{executorAnnotation: "mp"}}, {"annotations": map[string]any{executorAnnotation: "ray"}}}},
+	{"node-count", "multinode.nodeCount ≥ 2 (schema)", byOpenAPI, map[string]any{"multinode": map[string]any{"nodeCount": int64(1)}},
+		"%[1]s.multinode.nodeCount: Invalid value: 1: %[1]s.multinode.nodeCount in body should be greater than or equal to 2",
+		[]map[string]any{{"multinode": map[string]any{"nodeCount": int64(2)}}}},
+	{"node-count-set", "multinode.nodeCount required (schema)", byOpenAPI, map[string]any{"multinode": map[string]any{}},
+		"%[1]s.multinode.nodeCount: Required value",
+		[]map[string]any{{"multinode": map[string]any{"nodeCount": int64(2)}}}},
+	{"mount-name", "volumeMounts[].name required (schema)", byOpenAPI, map[string]any{"volumeMounts": []any{map[string]any{"mountPoint": "/models"}}},
+		"%[1]s.volumeMounts[0].name: Required value",
+		[]map[string]any{{"volumeMounts": []any{map[string]any{"name": "models", "mountPoint": "/models"}}}}},
+	{"shm-quantity", "sharedMemory.size is a quantity (schema)", byOpenAPI, map[string]any{"sharedMemory": map[string]any{"size": "8 GiB"}},
+		`%[1]s.sharedMemory.size: Invalid value: "8 GiB": %[1]s.sharedMemory.size in body should match '` + quantityPattern + `'`,
+		[]map[string]any{{"sharedMemory": map[string]any{"size": "8Gi"}}}},
+}
+
+// componentBoundaries are the shared rules on both kinds: created as a DynamoComponentDeployment
+// and as service frontend of a DynamoGraphDeployment, and replicas ≥ 0 on update too.
+func componentBoundaries() []boundary {
+	var out []boundary
+	for _, r := range componentRules {
+		dcd := boundary{scenario: "A1", id: r.id, rule: r.rule + " (DynamoComponentDeployment)", kind: componentDeployments, judge: r.judge,
+			refused: []probe{{spec: merged(componentSpec(), r.refused), causes: []string{fmt.Sprintf(r.cause, "spec")}}}}
+		// The webhook names a service by its key (spec.services[frontend]), the API server's
+		// schema validation as a property (spec.services.frontend).
+		service := "spec.services[frontend]"
+		if r.judge != byWebhook {
+			service = "spec.services.frontend"
+		}
+		dgd := boundary{scenario: "A1", id: r.id, rule: r.rule + " (DynamoGraphDeployment service)", kind: graphDeployments, judge: r.judge,
+			refused: []probe{{spec: frontendWith(r.refused), causes: []string{fmt.Sprintf(r.cause, service)}}}}
+		for _, a := range r.admitted {
+			dcd.admitted = append(dcd.admitted, probe{spec: merged(componentSpec(), a)})
+			dgd.admitted = append(dgd.admitted, probe{spec: frontendWith(a)})
+		}
+		out = append(out, dcd, dgd)
+	}
+	return append(out, boundary{scenario: "A1", id: "replicas-update", rule: "replicas ≥ 0 on update (DynamoComponentDeployment)",
+		kind: componentDeployments, judge: byWebhook, base: componentSpec(),
+		refused:  []probe{{spec: map[string]any{"replicas": int64(-1)}, causes: []string{"spec.replicas: Invalid value: -1: must be greater than or equal to 0"}}},
+		admitted: []probe{{spec: map[string]any{"replicas": int64(0)}}}})
+}
+
+// frontendWith is a graph spec whose one service, frontend, has the fields of set.
+func frontendWith(set map[string]any) map[string]any {
+	return graphSpec(map[string]any{"frontend": merged(map[string]any{"replicas": int64(1)}, set)})
 }
