@@ -26,10 +26,11 @@ var privateKeyBlock = regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----`)
 const privateKeyHeaderEnd = "PRIVATE KEY-----"
 
 // base64KeyHeaders are privateKeyHeaderEnd in base64, at each of the three byte alignments it
-// can have in the encoded data (the kind before it has any length): a Secret's data is base64
-// in its JSON form (kubectl, the API, a request or response body client-go logs) and wherever
-// Go marshals it to JSON (a []byte becomes base64, so does a Secret a logger is given as a
-// value). Base64 has no character JSON escapes.
+// can have in the encoded data (what precedes it, the kind included, has any length): a
+// Secret's data is base64 in its JSON form (kubectl, the API, a request or response body
+// client-go logs) and wherever Go marshals it to JSON (a []byte becomes base64: so does a
+// Secret's data map handed to a logger, while controller-runtime's logger writes a whole
+// object as its namespace and name only). Base64 has no character JSON escapes.
 var base64KeyHeaders = base64Forms(privateKeyHeaderEnd)
 
 // base64Forms returns, for each byte alignment of s in data, the base64 characters that s
