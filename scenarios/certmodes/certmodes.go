@@ -19,7 +19,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
-// Features are every certificate-mode scenario, C1–C11, and P3 and P4 (rotations and rollout
+// Features are every certificate-mode scenario, C1–C12, and P3 and P4 (rotations and rollout
 // restarts under load). Each carries the certmode label of the mode(s) it holds in, so a suite
 // runs only its own mode's scenarios.
 func Features() []types.Feature {
@@ -35,6 +35,7 @@ func Features() []types.Feature {
 		certManagerRenewal(),
 		externalSecretServed(),
 		olmMountServed(),
+		oneWriter(),
 		rotationsUnderLoad(), // P3
 		restartsUnderLoad(),  // P4
 	}

@@ -89,6 +89,10 @@ func (r *Release) ServiceHost() string { return r.ServiceName() + "." + r.namesp
 // DeploymentName is the operator Deployment: <release>-operator.
 func (r *Release) DeploymentName() string { return r.name() + "-operator" }
 
+// LeaderElectionID is the operator's leader-election Lease in the release namespace
+// (--leader-election-id): <release>-operator-leader.
+func (r *Release) LeaderElectionID() string { return r.DeploymentName() + "-leader" }
+
 // SecretName is the Secret holding the serving certificate (webhook.certificateSecret.name).
 func (r *Release) SecretName() string {
 	if name, ok := lookupString(r.Values, "webhook", "certificateSecret", "name"); ok && name != "" {
