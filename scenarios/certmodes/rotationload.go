@@ -35,7 +35,8 @@ const rotations = 10
 // Short certificate timings of P3's automatic-mode release; webhook.caPropagation keeps the
 // chart's default, the protocol users run. A generated certificate (CA and serving certificate
 // alike) falls within the look-ahead validity − lookAhead = 6 s after it was made, so the
-// leader replaces both at its next check (every second), through the real path: trust the new
+// leader replaces both at its next check (every second) — a rotation every 6–7 s, since the
+// validity counts from the generation, not from the store — through the real path: trust the new
 // CA beside the old one, keep serving the old certificate for caPropagation, store the Secret,
 // serve the new files, drop the old CA 2 × caPropagation + one check interval after the
 // injection. The look-ahead leaves the old certificate valid for lookAhead − caPropagation
@@ -46,8 +47,9 @@ const (
 	shortValidity      = 20 * time.Second
 	shortLookAhead     = 14 * time.Second
 	shortCheckInterval = time.Second
-	// shortRotationPeriod is validity − lookAhead: a rotation begins at most one check
-	// interval later and stores its certificate caPropagation after that.
+	// shortRotationPeriod is validity − lookAhead: the next rotation begins at most one check
+	// interval later than that after a generation, and stores its certificate caPropagation
+	// after it began.
 	shortRotationPeriod = shortValidity - shortLookAhead
 )
 
@@ -187,8 +189,8 @@ func followAutomaticRotations(ctx context.Context, t *testing.T, c *suite.Cluste
 	var out []rotation
 	for i := range rotations {
 		next := waitSecretChanged(ctx, t, c, r, prev, shortRotationPeriod+propagation+2*shortCheckInterval+convergeTimeout/4,
-			fmt.Sprintf("rotation %d/%d (webhook.certificateValidity %s, lookAhead %s, checkInterval %s, caPropagation %s: one is stored every %s–%s)",
-				i+1, rotations, shortValidity, shortLookAhead, shortCheckInterval, propagation, shortRotationPeriod+propagation, shortRotationPeriod+propagation+shortCheckInterval))
+			fmt.Sprintf("rotation %d/%d (webhook.certificateValidity %s, lookAhead %s, checkInterval %s, caPropagation %s: one is generated every %s–%s and stored caPropagation after it)",
+				i+1, rotations, shortValidity, shortLookAhead, shortCheckInterval, propagation, shortRotationPeriod, shortRotationPeriod+shortCheckInterval))
 		next.caChanged = !next.certs.CA.Equal(prev.CA)
 		if !next.caChanged {
 			expect.Errorf(t, "rotation %d/%d: expected a new CA with the new serving certificate (automatic mode rotates both), saw the CA %s kept", i+1, rotations, install.Describe(prev.CA))
