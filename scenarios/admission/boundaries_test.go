@@ -120,6 +120,11 @@ func TestBoundariesCoverTheWebhookRules(t *testing.T) {
 // (every value admitted) and of a minimum (min-1 refused, min admitted) checked from the rows.
 func TestBoundariesCoverTheSchemaRules(t *testing.T) {
 	rules := schemaRules(t)
+	for _, m := range maskedByDefaulter {
+		if !slices.ContainsFunc(rules, func(r rule) bool { return r.kind == graphDeployments.name && r.path+" "+r.problem == m }) {
+			t.Errorf("maskedByDefaulter lists %q, expected a DynamoGraphDeployment schema rule of that path and problem, saw none: remove it", m)
+		}
+	}
 	expectCovered(t, rules)
 	for _, r := range rules {
 		var admitted, refused []any
@@ -153,6 +158,9 @@ func expectCovered(t *testing.T, rules []rule) {
 	t.Helper()
 	rows := boundaries()
 	for _, r := range rules {
+		if r.kind == graphDeployments.name && slices.Contains(maskedByDefaulter, r.path+" "+r.problem) {
+			continue
+		}
 		if !slices.ContainsFunc(rows, r.coveredBy) {
 			t.Errorf("rule %s: expected a boundary row refusing it (with its closest admitted value), saw none", r)
 		}
@@ -163,6 +171,9 @@ func expectCovered(t *testing.T, rules []rule) {
 		}
 		for _, p := range b.refused {
 			for _, c := range p.causes {
+				if c == celSkipped {
+					continue
+				}
 				if !slices.ContainsFunc(rules, func(r rule) bool { return r.kind == b.kind.name && r.judge == b.judge && r.matches(c) }) {
 					t.Errorf("row %q (%s): expected its cause %q to be a rule of the source, saw none that reports it", b.rule, b.kind.name, c)
 				}
