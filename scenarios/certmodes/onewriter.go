@@ -2,6 +2,7 @@ package certmodes
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -9,7 +10,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -341,7 +341,7 @@ func webhookCABundleChanges(prev, cur *unstructured.Unstructured) []change {
 	var out []change
 	for _, wh := range slices.Sorted(maps.Keys(after)) {
 		if old := before[wh]; !bytes.Equal(old, after[wh]) {
-			out = append(out, change{place: "webhook " + wh + " caBundle", old: old, new: after[wh], caBundle: true,
+			out = append(out, change{place: "webhook " + wh, old: old, new: after[wh], caBundle: true,
 				ownerPath: []string{"f:webhooks", "name=" + wh, "f:clientConfig", "f:caBundle"}})
 		}
 	}
@@ -380,7 +380,7 @@ func conversionCABundleChanges(prev, cur *unstructured.Unstructured) []change {
 	for _, p := range path {
 		owner = append(owner, "f:"+p)
 	}
-	return []change{{place: "conversion webhook caBundle", old: old, new: after, caBundle: true, ownerPath: owner}}
+	return []change{{place: "conversion webhook", old: old, new: after, caBundle: true, ownerPath: owner}}
 }
 
 func decodedString(obj map[string]any, path ...string) []byte {
@@ -398,7 +398,7 @@ func fieldOwners(obj *unstructured.Unstructured, path []string) []string {
 	var out []string
 	for _, m := range obj.GetManagedFields() {
 		var fields map[string]any
-		if m.FieldsV1 == nil || json.Unmarshal(m.FieldsV1.Raw, &fields) != nil {
+		if m.FieldsV1 == nil || json.Unmarshal(m.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		if holdsPath(fields, path) {
@@ -468,29 +468,20 @@ func (l *writeLog) ordered() (events []event, numeric bool) {
 	l.mu.Lock()
 	events = slices.Clone(l.events)
 	l.mu.Unlock()
-	revs := make([]uint64, len(events))
+	revs := map[string]uint64{}
 	numeric = true
-	for i, e := range events {
-		var err error
-		if revs[i], err = strconv.ParseUint(e.rv, 10, 64); err != nil {
-			numeric = false
-		}
+	for _, e := range events {
+		rev, err := strconv.ParseUint(e.rv, 10, 64)
+		numeric = numeric && err == nil
+		revs[e.rv] = rev
 	}
-	idx := make([]int, len(events))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool {
+	slices.SortStableFunc(events, func(a, b event) int {
 		if numeric {
-			return revs[idx[a]] < revs[idx[b]]
+			return cmp.Compare(revs[a.rv], revs[b.rv])
 		}
-		return events[idx[a]].arrived.Before(events[idx[b]].arrived)
+		return a.arrived.Compare(b.arrived)
 	})
-	out := make([]event, len(events))
-	for i, j := range idx {
-		out[i] = events[j]
-	}
-	return out, numeric
+	return events, numeric
 }
 
 // tenure is one holder of the Lease from a revision on.
@@ -516,18 +507,25 @@ func (l *writeLog) judge(ctx context.Context, t *testing.T, r *install.Release) 
 	}
 	leaseRef := r.Namespace + "/" + r.LeaderElectionID()
 	cur := tenure{holder: l.initHolder, since: l.initRV}
-	var tenures []tenure
+	// Every holder change, for the arrival-order judgement: a write may be judged against a
+	// tenure that began (in arrival order) just after it.
+	tenures := []tenure{cur}
+	for _, e := range events {
+		if last := tenures[len(tenures)-1]; e.lease && e.holder != last.holder {
+			tenures = append(tenures, tenure{holder: e.holder, since: e.rv, arrived: e.arrived})
+		}
+	}
 	var lastPod string
 	if cur.holder != "" {
 		lastPod = podOf(cur.holder)
 	}
 	handOvers, rotations, secretWrites, bundleWrites, repairs := 0, 0, 0, 0, 0
-	var violations []string
-	for i, e := range events {
+	// A Secret written by another writer is the bug itself; caBundle writes follow from it.
+	var secretViolations, bundleViolations []string
+	for _, e := range events {
 		if e.lease {
 			if e.holder != cur.holder {
 				cur = tenure{holder: e.holder, since: e.rv, arrived: e.arrived}
-				tenures = append(tenures, cur)
 				if pod := podOf(e.holder); pod != "" && pod != lastPod {
 					if lastPod != "" {
 						handOvers++
@@ -540,7 +538,7 @@ func (l *writeLog) judge(ctx context.Context, t *testing.T, r *install.Release) 
 		w := e.write
 		holders := []tenure{cur}
 		if !numeric {
-			holders = append(holders, tenuresNear(tenures, events[i].arrived)...)
+			holders = append(holders, tenuresNear(tenures, e.arrived)...)
 		}
 		byHolder := w.authoredBy(holders)
 		isSecret := strings.HasPrefix(w.object, "Secret ")
@@ -557,10 +555,15 @@ func (l *writeLog) judge(ctx context.Context, t *testing.T, r *install.Release) 
 		case byHolder:
 		case !isSecret && !w.deleted && w.onlyAddedTrust():
 			repairs++
-			t.Logf("startup repair at resourceVersion %s: %s by %s added trust (%s) while %s held the Lease", e.rv, w.object, w.authorsString(), w.describe(), describeHolder(cur))
+			t.Logf("startup repair: %s at resourceVersion %s: trust added by %s while %s held the Lease — %s", w.object, e.rv, w.authorsString(), describeHolder(cur), w.describe())
 		default:
-			violations = append(violations, fmt.Sprintf("%s %s at resourceVersion %s by %s, while Lease %s was held by %s since resourceVersion %s",
-				w.object, w.verb(), e.rv, w.authorsString(), leaseRef, describeHolder(cur), cur.since))
+			v := fmt.Sprintf("%s at resourceVersion %s: %s by %s while %s held the Lease (since resourceVersion %s) — %s",
+				w.object, e.rv, w.verb(), w.authorsString(), describeHolder(cur), cur.since, w.describe())
+			if isSecret {
+				secretViolations = append(secretViolations, v)
+			} else {
+				bundleViolations = append(bundleViolations, v)
+			}
 		}
 	}
 	suite.Note(ctx, t, "handOvers", handOvers)
@@ -570,15 +573,11 @@ func (l *writeLog) judge(ctx context.Context, t *testing.T, r *install.Release) 
 	suite.Note(ctx, t, "startupRepairs", repairs)
 	suite.Note(ctx, t, "orderedByResourceVersion", numeric)
 	t.Logf("observed %d events: %d hand-overs, %d rotations, %d Secret writes, %d caBundle writes (%d startup repairs)", len(events), handOvers, rotations, secretWrites, bundleWrites, repairs)
-	if len(violations) > 0 {
-		const show = 10
-		more := ""
-		if len(violations) > show {
-			more = fmt.Sprintf(" (and %d more)", len(violations)-show)
-			violations = violations[:show]
-		}
-		expect.Errorf(t, "expected only the holder of Lease %s to write Secret %s/%s and the caBundles (a pod that does not hold it may only add a CA a caBundle lacks), saw %d writes by another writer%s:\n  %s",
-			leaseRef, r.Namespace, r.SecretName(), len(violations), more, strings.Join(violations, "\n  "))
+	if n := len(secretViolations) + len(bundleViolations); n > 0 {
+		const show = 8
+		shown := slices.Concat(secretViolations, bundleViolations)[:min(n, show)]
+		expect.Errorf(t, "expected only the holder of Lease %s to write Secret %s/%s and the caBundles (a pod that does not hold it may only add a CA a caBundle lacks), saw %d such writes by another writer (%d of the Secret, %d of caBundles); the first %d, Secret writes first:\n  %s",
+			leaseRef, r.Namespace, r.SecretName(), n, len(secretViolations), len(bundleViolations), len(shown), strings.Join(shown, "\n  "))
 	}
 	if handOvers < oneWriterHandOvers {
 		expect.Errorf(t, "expected at least %d leader hand-overs of Lease %s during the observation (%d rollout restarts), saw %d: C12 judged too few leaders to prove anything", oneWriterHandOvers, leaseRef, oneWriterHandOvers, handOvers)
@@ -588,15 +587,13 @@ func (l *writeLog) judge(ctx context.Context, t *testing.T, r *install.Release) 
 	}
 }
 
-// tenuresNear are the tenures that began within arrivalSkew of at (arrival-order judgement).
+// tenuresNear are the tenures that began or ended within arrivalSkew of at (arrival-order
+// judgement); tenures[0] is the one the observation began in.
 func tenuresNear(tenures []tenure, at time.Time) []tenure {
 	var out []tenure
-	for i, tn := range tenures {
-		if d := tn.arrived.Sub(at); d > -arrivalSkew && d < arrivalSkew {
-			out = append(out, tn)
-			if i > 0 {
-				out = append(out, tenures[i-1])
-			}
+	for i := 1; i < len(tenures); i++ {
+		if d := tenures[i].arrived.Sub(at); d > -arrivalSkew && d < arrivalSkew {
+			out = append(out, tenures[i-1], tenures[i])
 		}
 	}
 	return out
@@ -649,22 +646,50 @@ func (w *write) authorsString() string {
 	return strings.Join(w.authors, " and ")
 }
 
-// verb says what the write did: deleted, or which fields changed (caBundles with their CAs).
+// verb says what the write did.
 func (w *write) verb() string {
 	if w.deleted {
 		return "deleted"
 	}
-	return "written (" + w.describe() + ")"
+	return "written"
 }
 
+// describe lists the changed fields; caBundles with the serials of their CAs before and
+// after, the places that changed alike named together.
 func (w *write) describe() string {
+	if w.deleted {
+		return "the object is gone"
+	}
+	type edit struct{ old, new string }
+	places := map[edit][]string{}
+	var edits []edit
 	var parts []string
 	for _, c := range w.changes {
-		if c.caBundle {
-			parts = append(parts, fmt.Sprintf("%s: [%s] → [%s]", c.place, install.DescribePEM(c.old), install.DescribePEM(c.new)))
+		if !c.caBundle {
+			parts = append(parts, c.place)
 			continue
 		}
-		parts = append(parts, c.place)
+		e := edit{string(c.old), string(c.new)}
+		if places[e] == nil {
+			edits = append(edits, e)
+		}
+		places[e] = append(places[e], c.place)
 	}
-	return strings.Join(parts, "; ")
+	for _, e := range edits {
+		parts = append(parts, fmt.Sprintf("caBundle of %s: CAs [%s] → [%s]", strings.Join(places[e], ", "), caSerials([]byte(e.old)), caSerials([]byte(e.new))))
+	}
+	return "changed " + strings.Join(parts, "; ")
+}
+
+// caSerials names a bundle's CAs by serial (they share their subject).
+func caSerials(bundle []byte) string {
+	certs, err := certutil.ParseCertsPEM(bundle)
+	if err != nil {
+		return "none"
+	}
+	var out []string
+	for _, c := range certs {
+		out = append(out, install.SerialHex(c))
+	}
+	return strings.Join(out, " + ")
 }

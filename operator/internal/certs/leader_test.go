@@ -257,7 +257,7 @@ func TestLeaderElection(t *testing.T) {
 func owners(obj client.Object, field string) []string {
 	var out []string
 	for _, m := range obj.GetManagedFields() {
-		if m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), field) {
+		if m.FieldsV1 != nil && strings.Contains(m.FieldsV1.GetRawString(), field) {
 			out = append(out, m.Manager)
 		}
 	}
