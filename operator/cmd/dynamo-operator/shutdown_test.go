@@ -60,7 +60,7 @@ func TestARunnablesPanicStopsTheManagerWithAnError(t *testing.T) {
 	// Without panicSafe the panic ends this test binary.
 	err := startManager(ctx, nil, mgr)
 	require.Error(t, err, "the manager ran on after its runnable panicked")
-	assert.Contains(t, err.Error(), "the test runnable panicked: assignment to entry in nil map")
+	assert.Contains(t, err.Error(), "the test runnable panicked: boom: a runnable's bug")
 }
 
 func TestPanicSafeKeepsTheLeaderElectionNeeds(t *testing.T) {
