@@ -146,6 +146,9 @@ type fixture struct {
 	logs                            *logRecorder
 	log                             logr.Logger
 	checkInterval, overlap, retries time.Duration
+	// propagation is the controllers' CAPropagation (none by default: most tests are about
+	// other timings).
+	propagation time.Duration
 }
 
 func newFixture(t *testing.T, id string) *fixture {
@@ -236,6 +239,7 @@ func (f *fixture) options() Options {
 		Mode: ModeAutomatic, Namespace: f.ns, SecretName: f.secret, ServiceName: f.svc,
 		CertDir: f.certDir, OLMCertDir: filepath.Join(f.t.TempDir(), "olm"),
 		CheckInterval:                   f.checkInterval,
+		CAPropagation:                   f.propagation,
 		ValidatingWebhookConfigurations: []string{f.vwc},
 		MutatingWebhookConfigurations:   []string{f.mwc},
 		ConversionCRDs:                  []string{dgdrCRD},

@@ -133,11 +133,11 @@ func TestRotationOutwaitsTheAPIServersView(t *testing.T) {
 		watchFor    = 10 * time.Second
 	)
 	f := newFixture(t, "propagation")
+	f.propagation = propagation
 	o := f.options()
 	// A rotation 2.5 s after each generation (validity − look-ahead), as P3's release does
 	// every 4 s.
 	o.CAValidity, o.ServerValidity, o.LookAhead = 5*time.Second, 5*time.Second, 2500*time.Millisecond
-	o.CAPropagation = propagation
 	c := f.controller(o)
 	f.bootstrap(c)
 	start(t, c)
@@ -147,11 +147,21 @@ func TestRotationOutwaitsTheAPIServersView(t *testing.T) {
 	time.Sleep(watchFor)
 	trust, served := stop()
 
-	var violations []string
 	leaves := map[string]bool{}
 	for _, s := range served {
 		leaves[string(s.leaf.Raw)] = true
-		if s.at.Before(trust[0].at.Add(lag)) {
+	}
+	violations := verifyAgainstLaggingView(f, trust, served, lag)
+	require.GreaterOrEqual(t, len(leaves), 3, "expected at least 2 rotations in %s (3 certificates served), saw %d certificates in %d handshakes", watchFor, len(leaves), len(served))
+	require.Empty(t, violations, "with CAPropagation %s, a certificate was served that an API server %s behind the caBundles would reject (%d of %d handshakes)", propagation, lag, len(violations), len(served))
+}
+
+// verifyAgainstLaggingView returns each handshake of served whose certificate the bundles of
+// lag before it did not verify.
+func verifyAgainstLaggingView(f *fixture, trust []trustSnapshot, served []servedSample, lag time.Duration) []string {
+	var violations []string
+	for _, s := range served {
+		if len(trust) == 0 || s.at.Before(trust[0].at.Add(lag)) {
 			continue // no snapshot from lag before this handshake
 		}
 		pool := x509.NewCertPool()
@@ -163,6 +173,66 @@ func TestRotationOutwaitsTheAPIServersView(t *testing.T) {
 				s.at.Format("15:04:05.000"), s.leaf.SerialNumber, lag, err))
 		}
 	}
-	require.GreaterOrEqual(t, len(leaves), 3, "expected at least 2 rotations in %s (3 certificates served), saw %d certificates in %d handshakes", watchFor, len(leaves), len(served))
-	require.Empty(t, violations, "with CAPropagation %s, a certificate was served that an API server %s behind the caBundles would reject (%d of %d handshakes)", propagation, lag, len(violations), len(served))
+	return violations
+}
+
+// TestAFollowerWaitsForAHandWrittenCAToPropagate is C5 through a replica that does not lead:
+// the Secret replaced by hand with another CA, which the follower finds untrusted; once the
+// leader has injected it, the follower too waits CAPropagation before serving it.
+func TestAFollowerWaitsForAHandWrittenCAToPropagate(t *testing.T) {
+	const (
+		propagation = time.Second
+		lag         = 700 * time.Millisecond
+	)
+	f := newFixture(t, "propagation-follower")
+	f.propagation = propagation
+	leader, follower := f.replica("leader"), f.replica("follower")
+	for _, r := range []*replica{leader, follower} {
+		f.bootstrap(r.c)
+		start(t, r.c)
+	}
+	stopLeading := leader.lead(t)
+	eventually(t, 15*time.Second, "the follower to serve the leader's first certificate", f.filesOf(follower))
+	addr := tlsServer(t, follower.c)
+	stopLeading() // so the follower surely reads the new Secret before anyone trusts its CA
+
+	stop := observeRotations(t, f, addr)
+	time.Sleep(2 * lag) // a view of the bundles from lag before every handshake that matters
+	replacement := f.generateFor(nil)
+	f.replaceSecret(replacement.secretData())
+	eventually(t, 10*time.Second, "the follower to find the hand-written CA untrusted", func() error {
+		_, err := follower.logs.line("cert-controller:", "do not trust yet")
+		return err
+	})
+	leader.lead(t)
+	eventually(t, 15*time.Second, "the follower to serve the hand-written certificate", func() error {
+		return servesCertificate(addr, f.host(), replacement.caPEM, replacement.leaf)
+	})
+	trust, served := stop()
+	t.Logf("the hand-written CA in every caBundle from %s, served by the follower from %s (%d handshakes)",
+		firstTrusted(trust, replacement.ca), firstServed(served, replacement.leaf), len(served))
+	violations := verifyAgainstLaggingView(f, trust, served, lag)
+	require.Empty(t, violations, "with CAPropagation %s, the follower served a certificate an API server %s behind the caBundles would reject (%d of %d handshakes)", propagation, lag, len(violations), len(served))
+}
+
+// firstTrusted is when ca was first in every caBundle ("never" if it was not).
+func firstTrusted(trust []trustSnapshot, ca *x509.Certificate) string {
+	for _, s := range trust {
+		for _, c := range s.cas {
+			if c.Equal(ca) {
+				return s.at.Format("15:04:05.000")
+			}
+		}
+	}
+	return "never"
+}
+
+// firstServed is when leaf was first served ("never" if it was not).
+func firstServed(served []servedSample, leaf *x509.Certificate) string {
+	for _, s := range served {
+		if s.leaf.Equal(leaf) {
+			return s.at.Format("15:04:05.000")
+		}
+	}
+	return "never"
 }
