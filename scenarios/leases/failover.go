@@ -11,8 +11,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
@@ -97,7 +95,7 @@ func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.
 	time.Sleep(rand.N(timings.RenewInterval)) //nolint:gosec // G404: samples the renew cycle; nothing secret
 
 	f := failover{how: how, timings: timings, leaseBefore: readLease(ctx, t, c, ns)}
-	released := watchRelease(ctx, t, c, ns, f.leaseBefore)
+	released := watchRelease(ctx, t, c, f.leaseBefore)
 	var st stopped
 	switch how {
 	case killed:
@@ -422,39 +420,15 @@ func (s *scenarios) gracefulFailover() types.Feature {
 // watchRelease watches the Lease from its version before (nil: no Lease) and returns a func
 // that stops watching and gives the last version seen before the Lease was deleted — nil when
 // it was not deleted.
-func watchRelease(ctx context.Context, t *testing.T, c *suite.Cluster, ns string, before *coordinationv1.Lease) func() *coordinationv1.Lease {
+func watchRelease(ctx context.Context, t *testing.T, c *suite.Cluster, before *coordinationv1.Lease) func() *coordinationv1.Lease {
 	t.Helper()
 	if before == nil {
 		return func() *coordinationv1.Lease { return nil }
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	w, err := c.Kube().CoordinationV1().Leases(ns).Watch(ctx, metav1.ListOptions{
-		FieldSelector: "metadata.name=" + install.NamespaceLockLease, ResourceVersion: before.ResourceVersion})
-	expect.NoError(t, err, "watching Lease %s/%s", ns, install.NamespaceLockLease)
-	done := make(chan *coordinationv1.Lease, 1)
-	go func() {
-		last := before
-		var released *coordinationv1.Lease
-		for ev := range w.ResultChan() {
-			l, ok := ev.Object.(*coordinationv1.Lease)
-			if !ok {
-				continue
-			}
-			switch ev.Type {
-			case watch.Added, watch.Modified:
-				last = l
-			case watch.Deleted:
-				if released == nil {
-					released = last
-				}
-			}
-		}
-		done <- released
-	}()
+	d := watchDeletion(ctx, t, c, before)
 	return func() *coordinationv1.Lease {
-		cancel()
-		w.Stop()
-		return <-done
+		d.stop()
+		_, last := d.result()
+		return last
 	}
 }

@@ -376,10 +376,12 @@ func (r *runLog) wait(timeout time.Duration) ([]logEntry, bool) {
 // leaseDeletion watches a Lease for its deletion.
 type leaseDeletion struct {
 	deleted chan struct{}
-	cancel  context.CancelFunc
-	mu      sync.Mutex
-	at      time.Time
-	last    *coordinationv1.Lease
+	// ended is closed once the watch has ended (stopped, or its context done).
+	ended  chan struct{}
+	cancel func()
+	mu     sync.Mutex
+	at     time.Time
+	last   *coordinationv1.Lease
 }
 
 // watchDeletion watches the Lease from its version before and closes deleted when it is
@@ -393,9 +395,10 @@ func watchDeletion(ctx context.Context, t *testing.T, c *suite.Cluster, before *
 		cancel()
 		expect.Fatalf(t, "watching Lease %s/%s: %v", before.Namespace, before.Name, err)
 	}
-	d := &leaseDeletion{deleted: make(chan struct{}), cancel: cancel}
+	d := &leaseDeletion{deleted: make(chan struct{}), ended: make(chan struct{}), cancel: func() { cancel(); w.Stop() }}
+	t.Cleanup(d.stop)
 	go func() {
-		defer w.Stop()
+		defer close(d.ended)
 		last := before
 		for ev := range w.ResultChan() {
 			l, ok := ev.Object.(*coordinationv1.Lease)
@@ -424,4 +427,8 @@ func (d *leaseDeletion) result() (time.Time, *coordinationv1.Lease) {
 	return d.at, d.last
 }
 
-func (d *leaseDeletion) stop() { d.cancel() }
+// stop ends the watch and waits until it has: result then says all the watch saw.
+func (d *leaseDeletion) stop() {
+	d.cancel()
+	<-d.ended
+}

@@ -77,7 +77,7 @@ func (s *scenarios) uncertifiedStop() types.Feature {
 			expect.NoError(t, err, "watching the uncertified pod")
 
 			before := readLease(ctx, t, c, ns)
-			released := watchRelease(ctx, t, c, ns, before)
+			released := watchRelease(ctx, t, c, before)
 			st := s.stopB(ctx, t, c)
 			gone := st.effective.Sub(st.asked)
 			if bound := preStopSleep(&pod) + uncertifiedStopSlack; gone > bound {
