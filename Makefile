@@ -1,4 +1,4 @@
-# gauntlet — every entry point. README.md documents each target and variable.
+# gauntlet — every entry point. docs/make.md documents each target and variable.
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help

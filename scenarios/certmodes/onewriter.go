@@ -58,7 +58,7 @@ const arrivalSkew = time.Second
 // observation, every change is ordered by resourceVersion, and each write's author is the field
 // manager that owns the changed field afterwards (an update moves the fields it changes to its
 // manager). The one documented exception: a starting pod that only adds trust in the Secret's
-// CA to a caBundle lacking it (the restart repair, README "The operator").
+// CA to a caBundle lacking it (the restart repair, docs/operator.md, "The operator").
 func oneWriter() types.Feature {
 	return features.New(fmt.Sprintf("%d replicas rotating certificates through %d leader hand-overs: only the Lease holder writes the Secret and the caBundles", rolloutReplicas, oneWriterHandOvers)).
 		WithLabel(suite.LabelScenario, "C12").

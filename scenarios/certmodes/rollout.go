@@ -23,7 +23,7 @@ const (
 
 // restartsUnderLoad is P4: with two replicas (chart value replicas: 2), `kubectl rollout
 // restart` five times in a row under P3's constant admission load fails no admission. What
-// makes that hold (README, "Restarts without a failed admission"): the rolling update's surge
+// makes that hold (docs/operator.md, "Restarts without a failed admission"): the rolling update's surge
 // (a new pod is Ready — serving, its certificate trusted — before an old one goes), the
 // readiness probe gated on the loaded certificate, the preStop delay (shutdownDelaySeconds)
 // that keeps a stopping pod serving until Service routing has left it, and the operator's drain

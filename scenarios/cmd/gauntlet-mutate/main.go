@@ -1,5 +1,5 @@
 // Command gauntlet-mutate is mutation testing of the operator and its chart through the e2e
-// suites on the local provider (`make mutate`): see package mutate and the README.
+// suites on the local provider (`make mutate`): see package mutate and docs/mutation.md.
 //
 //	go run ./scenarios/cmd/gauntlet-mutate -mutants 40 -seed 1 -jobs 2 -out _output/mutate -coverage _output/coverage/e2e
 package main
