@@ -178,7 +178,7 @@ e2e-external-certs: control-plane ## Suite e2e/externalcert: external mode (user
 	$(E2E_TEST) ./e2e/externalcert -args $(E2E_ARGS)
 
 .PHONY: e2e-multi-operator
-e2e-multi-operator: control-plane ## Suite e2e/multioperator: multi-operator lease topology (M1–M11) with the full failover measurement.
+e2e-multi-operator: control-plane ## Suite e2e/multioperator: multi-operator lease topology (M1–M12) with the full failover and hand-over measurement.
 	$(E2E_TEST) ./e2e/multioperator -args $(E2E_ARGS) --failover-plan=full
 
 .PHONY: e2e-troubleshooting

@@ -3,6 +3,8 @@ package install
 import (
 	"fmt"
 	"maps"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -187,38 +189,55 @@ func (r *Release) CertificateValidity() (ca, server time.Duration, err error) {
 // caBundle before it stores and serves a certificate it signed: the release's value, else the
 // chart's default from its values.yaml.
 func (r *Release) CAPropagation() (time.Duration, error) {
-	const key = "webhook.caPropagation"
-	s, ok := lookupString(r.Values, "webhook", "caPropagation")
-	if !ok {
-		ch, err := LoadChart()
-		if err != nil {
-			return 0, err
-		}
-		if s, ok = lookupString(ch.Values, "webhook", "caPropagation"); !ok {
-			return 0, fmt.Errorf("chart %s: values.yaml sets no %s", ChartPath, key)
-		}
-	}
-	d, err := time.ParseDuration(s)
+	v, err := r.valueOrChartDefault("webhook", "caPropagation")
 	if err != nil {
-		return 0, fmt.Errorf("%s: %s=%q: %w", r, key, s, err)
+		return 0, err
+	}
+	d, err := time.ParseDuration(fmt.Sprint(v))
+	if err != nil {
+		return 0, fmt.Errorf("%s: webhook.caPropagation=%v: %w", r, v, err)
 	}
 	return d, nil
+}
+
+// DrainTimeout is drainTimeoutSeconds, how long a stopping operator drains its webhook
+// connections at most: the release's value, else the chart's default from its values.yaml.
+func (r *Release) DrainTimeout() (time.Duration, error) {
+	v, err := r.valueOrChartDefault("drainTimeoutSeconds")
+	if err != nil {
+		return 0, err
+	}
+	secs, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: drainTimeoutSeconds=%v: not a number of seconds", r, v)
+	}
+	return time.Duration(secs * float64(time.Second)), nil
 }
 
 // LogLevel is logLevel, the operator's --zap-log-level: the release's value, else the chart's
 // default from its values.yaml.
 func (r *Release) LogLevel() (string, error) {
-	v, ok := lookup(r.Values, "logLevel")
-	if !ok {
-		ch, err := LoadChart()
-		if err != nil {
-			return "", err
-		}
-		if v, ok = lookup(ch.Values, "logLevel"); !ok {
-			return "", fmt.Errorf("chart %s: values.yaml sets no logLevel", ChartPath)
-		}
+	v, err := r.valueOrChartDefault("logLevel")
+	if err != nil {
+		return "", err
 	}
 	return fmt.Sprint(v), nil
+}
+
+// valueOrChartDefault is the value at path: the release's, else the chart's values.yaml's.
+func (r *Release) valueOrChartDefault(path ...string) (any, error) {
+	if v, ok := lookup(r.Values, path...); ok {
+		return v, nil
+	}
+	ch, err := LoadChart()
+	if err != nil {
+		return nil, err
+	}
+	v, ok := lookup(ch.Values, path...)
+	if !ok {
+		return nil, fmt.Errorf("chart %s: values.yaml sets no %s", ChartPath, strings.Join(path, "."))
+	}
+	return v, nil
 }
 
 func (r *Release) name() string      { return r.withDefaults().Name }

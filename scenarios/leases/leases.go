@@ -18,7 +18,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 )
 
-// Plan says how thoroughly the failover scenarios (M4, M5, P5) measure. It is a flag.Value
+// Plan says how thoroughly the failover and hand-over scenarios (M4, M5, M12, P5) measure. It is a flag.Value
 // ("quick" or "full"), so a suite can let the command line choose; the features read it when
 // they run, after flags are parsed.
 type Plan struct {
@@ -30,17 +30,20 @@ type Plan struct {
 	// DistributionRuns is how often P5 measures each way of stopping B (kill -9, SIGTERM,
 	// freeze) with the topology's short timings.
 	DistributionRuns int
-	name             string
+	// HandoverCycles is how often M12 stops and starts B under probes.
+	HandoverCycles int
+	name           string
 }
 
 // Plans a suite can pick by name.
 var (
-	// QuickPlan is what `make test` runs: two repetitions with short timings, and one P5 run
-	// of each way of stopping B.
-	QuickPlan = Plan{Repetitions: 2, DistributionRuns: 1, name: "quick"}
+	// QuickPlan is what `make test` runs: two repetitions with short timings, one P5 run of
+	// each way of stopping B, and two M12 stops and starts.
+	QuickPlan = Plan{Repetitions: 2, DistributionRuns: 1, HandoverCycles: 2, name: "quick"}
 	// FullPlan is what `make e2e-multi-operator` runs: five repetitions with short timings and
-	// one with the defaults, and ten P5 runs of each way of stopping B.
-	FullPlan = Plan{Repetitions: 5, DefaultTimings: true, DistributionRuns: 10, name: "full"}
+	// one with the defaults, ten P5 runs of each way of stopping B, and ten M12 stops and
+	// starts.
+	FullPlan = Plan{Repetitions: 5, DefaultTimings: true, DistributionRuns: 10, HandoverCycles: 10, name: "full"}
 )
 
 // String names the plan.
@@ -76,6 +79,7 @@ func Features(topo *install.Topology, plan *Plan) []types.Feature {
 		s.killFailover(),         // M4
 		s.gracefulFailover(),     // M5
 		s.comesBack(),            // M6
+		s.handoverWindows(),      // M12
 		s.mutationSkipped(),      // M7
 		s.leasePermissions(),     // M8
 		s.uncertifiedStop(),      // M9

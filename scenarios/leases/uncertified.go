@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
@@ -21,27 +24,27 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
-// uncertifiedWatch is how long M9 watches B's new pod hold the Lease without a certificate:
-// long enough for a readiness probe to have reported it ready, were it wrong to.
+// uncertifiedWatch is how long M9 watches B's new pod run without a certificate: long enough
+// for a readiness probe to have reported it ready, or for it to have taken its Lease, were it
+// wrong to.
 const uncertifiedWatch = 5 * time.Second
 
 // uncertifiedStopSlack bounds how much longer than its preStop sleep B may take to exit
-// (webhook drain, releasing the Lease; about 2 s here, 30 s when shutdown waits for the
-// certificate).
+// (about 2 s here; 30 s when shutdown waits for the certificate).
 const uncertifiedStopSlack = 10 * time.Second
 
-// uncertifiedStop is M9: a restricted operator whose certificate never becomes loadable — it
-// took its namespace's Lease, but its serving certificate cannot be stored (the RoleBinding
-// for its Secret is gone, and so is the Secret) — is never reported Ready, and when it stops
-// it still exits promptly and releases the Lease. An exit path that skips the release, or a
-// shutdown that waits for the certificate, would leave the namespace validated by nobody
-// until the Lease expires or the pod is killed at the end of its grace period.
+// uncertifiedStop is M9: a restricted operator whose certificate never becomes loadable — its
+// serving certificate cannot be stored (the RoleBinding for its Secret is gone, and so is the
+// Secret) — never serves, so it never takes its namespace's Lease: A keeps validating the
+// namespace, and B is never reported Ready. Stopped while it waits, it exits promptly and
+// leaves no Lease. An operator that took its Lease before its webhooks answer would leave the
+// namespace validated by nobody for as long as it waits.
 func (s *scenarios) uncertifiedStop() types.Feature {
-	return features.New("a restricted operator that never got its certificate is never Ready and releases its Lease when it stops").
+	return features.New("a restricted operator that never got its certificate never takes its Lease, is never Ready, and stops promptly").
 		WithLabel(suite.LabelScenario, "M9").
-		Assess("B without a storable certificate holds the Lease, is not Ready, and releases the Lease on stop", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess("B without a storable certificate leaves team-a to A, is not Ready, and stops promptly", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
-			b := s.opB()
+			a, b := s.opA(), s.opB()
 			ns := b.rel.RestrictedNamespace()
 			s.settled(ctx, t, c)
 
@@ -51,49 +54,58 @@ func (s *scenarios) uncertifiedStop() types.Feature {
 			s.scaleB(ctx, t, c, 1)
 
 			var pod corev1.Pod
-			expect.Eventually(ctx, t, fmt.Sprintf("a new pod of %s to hold Lease %s/%s", b, ns, install.NamespaceLockLease), recoverTimeout,
+			expect.Eventually(ctx, t, fmt.Sprintf("a new pod of %s to run", b), recoverTimeout,
 				func(ctx context.Context) (bool, string, error) {
 					pods, err := b.runningPods(ctx, c)
 					if err != nil || len(pods) != 1 {
 						return false, fmt.Sprintf("running pods: %d, %v", len(pods), err), nil
 					}
 					pod = pods[0]
-					l, err := c.Kube().CoordinationV1().Leases(ns).Get(ctx, install.NamespaceLockLease, metav1.GetOptions{})
-					if err != nil {
-						return false, err.Error(), nil
-					}
-					return holderOf(l) == pod.Name, describeLease(l), nil
+					return true, "", nil
 				})
-			t.Logf("%s pod %s holds the Lease without a storable certificate", b, pod.Name)
+			t.Logf("%s pod %s runs without a storable certificate", b, pod.Name)
 
-			err := poll.Throughout(ctx, fmt.Sprintf("%s pod %s not to be Ready while its serving certificate cannot be stored (Secret %s/%s deleted, its RoleBinding removed)", b, pod.Name, b.rel.Namespace, b.rel.SecretName()),
+			err := poll.Throughout(ctx, fmt.Sprintf("%s pod %s neither to be Ready nor to hold Lease %s/%s while its serving certificate cannot be stored (Secret %s/%s deleted, its RoleBinding removed)",
+				b, pod.Name, ns, install.NamespaceLockLease, b.rel.Namespace, b.rel.SecretName()),
 				probeEvery, uncertifiedWatch, func(ctx context.Context) (bool, string, error) {
 					got, err := c.Kube().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 					if err != nil {
 						return false, "", fmt.Errorf("reading pod %s/%s: %w", pod.Namespace, pod.Name, err)
 					}
-					return !install.PodReady(got), "it reported Ready: " + install.PodState(got), nil
+					if install.PodReady(got) {
+						return false, "it reported Ready: " + install.PodState(got), nil
+					}
+					if l := readLease(ctx, t, c, ns); l != nil {
+						return false, fmt.Sprintf("the Lease is held, so A skips %s while B cannot answer: %s", ns, describeLease(l)), nil
+					}
+					return true, "", nil
 				})
 			expect.NoError(t, err, "watching the uncertified pod")
+			// The namespace stays validated: A denies an invalid object there.
+			name := "m9-invalid-" + rand.String(5)
+			_, err = c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.InvalidGraphDeployment(ns, name),
+				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if want := install.DeniedBy(install.GraphDeploymentValidatingWebhook); err == nil || !strings.Contains(err.Error(), want) {
+				expect.Fatalf(t, "expected the invalid DynamoGraphDeployment %s/%s, created while B waits for its certificate, denied with %q (by A: B holds no Lease); got %v", ns, name, want, err)
+			}
+			expect.Eventually(ctx, t, fmt.Sprintf("%s to log %q for %s/%s with result=%s", a, msgValidateCreate, ns, name, resultDenied), observeTimeout,
+				func(ctx context.Context) (bool, string, error) {
+					entries, err := a.readLogs(ctx, c)
+					if err != nil {
+						return false, err.Error(), nil
+					}
+					got := results(admissionsOf(entries, msgValidateCreate, ns, name))
+					return slices.Equal(got, []string{resultDenied}), fmt.Sprintf("results %v", got), nil
+				})
 
-			before := readLease(ctx, t, c, ns)
-			released := watchRelease(ctx, t, c, before)
 			st := s.stopB(ctx, t, c)
 			gone := st.effective.Sub(st.asked)
 			if bound := preStopSleep(&pod) + uncertifiedStopSlack; gone > bound {
-				expect.Errorf(t, "expected %s pod %s, stopped while it waited for a certificate, to exit within its preStop sleep + %s (%s); it took %.2fs — a shutdown that waits for a certificate holds %s for the whole grace period",
-					b, pod.Name, uncertifiedStopSlack, bound, gone.Seconds(), ns)
+				expect.Errorf(t, "expected %s pod %s, stopped while it waited for a certificate, to exit within its preStop sleep + %s (%s); it took %.2fs — a shutdown that waits for a certificate holds its pod for the whole grace period",
+					b, pod.Name, uncertifiedStopSlack, bound, gone.Seconds())
 			}
-			l := released()
-			after := readLease(ctx, t, c, ns)
-			switch {
-			case l == nil:
-				expect.Errorf(t, "expected %s pod %s, stopped (scaled to 0) while it waited for a certificate, to delete Lease %s/%s before it exited; it was not deleted (now: %s)",
-					b, pod.Name, ns, install.NamespaceLockLease, describeLease(after))
-			case holderOf(l) != pod.Name:
-				expect.Errorf(t, "expected the released Lease %s/%s to be held by the stopped pod %s; it was %s", ns, install.NamespaceLockLease, pod.Name, describeLease(l))
-			default:
-				t.Logf("pod %s released Lease %s/%s; the pod was gone %.2fs after the stop", pod.Name, ns, install.NamespaceLockLease, gone.Seconds())
+			if l := readLease(ctx, t, c, ns); l != nil {
+				expect.Errorf(t, "expected no Lease %s/%s after %s pod %s, which never served, stopped; found %s", ns, install.NamespaceLockLease, b, pod.Name, describeLease(l))
 			}
 			suite.Note(ctx, t, "podGoneSeconds", round3(gone.Seconds()))
 			return ctx

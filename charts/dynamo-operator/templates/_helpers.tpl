@@ -232,6 +232,18 @@ the cluster-wide operator only watches them in every namespace.
 {{- end -}}
 
 {{/*
+The restricted operator's served probe: a dry-run create of a DynamoGraphDeployment in its
+namespace, whose warnings tell it that the API server reaches its webhooks through its Service;
+only then does it take the namespace's Lease. RBAC cannot limit create to dry runs; the operator
+sends no other create.
+*/}}
+{{- define "dynamo-operator.rules.servedProbe" -}}
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamographdeployments"]
+  verbs: ["create"]
+{{- end -}}
+
+{{/*
 Automatic mode: the operator stores its generated CA and serving certificate in one Secret. It
 reads it by name and watches it with a metadata.name field selector (a direct client, no cache),
 so every verb but create is limited to that name; create cannot be (the name is not part of a

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -30,6 +31,11 @@ import (
 )
 
 var setupLog = ctrl.Log.WithName("setup")
+
+// servedProbeInterval is how often a namespace-restricted operator sends a served probe while
+// it waits to take its namespace's Lease: the longest the two operators both validate the
+// namespace on its account, beyond the Lease's way to the cluster-wide operator.
+const servedProbeInterval = 200 * time.Millisecond
 
 func main() {
 	// controller-runtime registers --kubeconfig on the global flag set; parse that set so the
@@ -72,28 +78,31 @@ func run(ctx context.Context, forced <-chan struct{}, cfg *rest.Config, opts opt
 		return fmt.Errorf("building Kubernetes client: %w", err)
 	}
 
-	// A restricted operator holds its namespace before it serves, so no admission in that
-	// namespace is ever answered by both operators. (Between the Lease's creation and the
-	// webhook server's start, requests there reach this operator's webhook configuration and
-	// follow its failurePolicy: the documented "neither" window.)
+	// A restricted operator serves first and takes its namespace's Lease only once the API
+	// server reaches its webhooks through its Service (webhook.ServedProbe). Until then the
+	// cluster-wide operator, seeing no Lease, keeps validating the namespace, so no admission
+	// there is ever validated by nobody; for a moment both operators validate it
+	// (docs/operator.md, "Hand-over windows").
 	var holder *namespacescope.Holder
 	if opts.restrictNamespace != "" {
-		holder, err = namespacescope.NewHolder(clientset.CoordinationV1(), opts.restrictNamespace, opts.podName, opts.leases,
-			namespacescope.WithLogger(ctrl.Log.WithName("lease-holder")))
+		probe, err := webhook.NewServedProbe(cfg, opts.restrictNamespace, opts.webhookServiceName(), ctrl.Log.WithName("served-probe"))
 		if err != nil {
 			return err
 		}
-		// Deferred before Acquire: a create whose answer was lost (a timeout, a dropped
-		// connection, SIGTERM cancelling the request) may have stored the Lease all the same.
-		// Release deletes it only if it names this pod.
+		holder, err = namespacescope.NewHolder(clientset.CoordinationV1(), opts.restrictNamespace, opts.podName, opts.leases,
+			namespacescope.WithLogger(ctrl.Log.WithName("lease-holder")),
+			namespacescope.WithAcquireAfter(func(ctx context.Context) error { return probe.Await(ctx, servedProbeInterval) }))
+		if err != nil {
+			return err
+		}
+		// Every way out deletes the Lease if this pod holds it — also after a create whose
+		// answer was lost (a timeout, a dropped connection, SIGTERM cancelling the request),
+		// which may have stored it all the same.
 		defer func() {
 			if relErr := holder.Release(context.WithoutCancel(ctx)); relErr != nil {
 				err = errors.Join(err, relErr)
 			}
 		}()
-		if err := holder.Acquire(ctx); err != nil {
-			return err
-		}
 	}
 
 	certController, err := certs.New(cfg, opts.certOptions(), ctrl.Log.WithName("cert-controller"))
@@ -137,6 +146,7 @@ func run(ctx context.Context, forced <-chan struct{}, cfg *rest.Config, opts opt
 
 	if err := webhook.Register(mgr, webhook.Config{
 		Exclusions:       exclusions,
+		Service:          opts.webhookServiceName(),
 		OperatorVersion:  version.Version,
 		DefaultDGDRImage: opts.defaultDGDRImage,
 		LatencyInjection: opts.latencyInjection,

@@ -52,7 +52,7 @@ func TestOperatorServesWebhooksThroughTheAPIServer(t *testing.T) {
 	defer cancel()
 	c := env.Client
 
-	installWebhookPlumbing(ctx, t, c)
+	clusterWidePlumbing.install(ctx, t, c)
 
 	var logs testcluster.LogBuffer
 	metricsAddr := freeAddr(t)
@@ -172,36 +172,79 @@ func TestOperatorServesWebhooksThroughTheAPIServer(t *testing.T) {
 	})
 }
 
-// installWebhookPlumbing creates what the chart would: the namespace, the webhook Service (its
-// port is the operator's port, since no kube-proxy translates 443 → 9443 here), both webhook
-// configurations from the generated manifest with empty caBundles, and the DGDR CRD's
+// webhookPlumbing is what the chart would create for a release whose operator runs in
+// namespace and serves on port: the namespace, the webhook Service (its port is the operator's
+// port, since no kube-proxy translates 443 → 9443 here), both webhook configurations from the
+// generated manifest with empty caBundles, and — for the cluster-wide release — the DGDR CRD's
 // conversion webhook.
-func installWebhookPlumbing(ctx context.Context, t *testing.T, c client.Client) {
+type webhookPlumbing struct {
+	namespace string
+	port      int32
+	// restrictedTo renders a namespace-restricted release as the chart does: its webhook
+	// configurations named after the namespace, selecting only it, failurePolicy Ignore.
+	restrictedTo string
+}
+
+// clusterWidePlumbing is the cluster-wide release of the tests that run one.
+var clusterWidePlumbing = webhookPlumbing{namespace: operatorNS, port: webhookPortTest}
+
+func (p webhookPlumbing) validatingName() string { return p.suffixed(validatingName) }
+func (p webhookPlumbing) mutatingName() string   { return p.suffixed(mutatingName) }
+
+func (p webhookPlumbing) suffixed(name string) string {
+	if p.restrictedTo == "" {
+		return name
+	}
+	return name + "-" + p.restrictedTo
+}
+
+// args are the operator's flags that name the plumbing.
+func (p webhookPlumbing) args() []string {
+	return []string{
+		"--webhook-service=" + webhookService,
+		"--validating-webhook-configuration=" + p.validatingName(),
+		"--mutating-webhook-configuration=" + p.mutatingName(),
+		"--webhook-port=" + strconv.Itoa(int(p.port)),
+	}
+}
+
+func (p webhookPlumbing) install(ctx context.Context, t *testing.T, c client.Client) {
 	t.Helper()
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}}))
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.namespace}}))
 	require.NoError(t, c.Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: webhookService, Namespace: operatorNS},
+		ObjectMeta: metav1.ObjectMeta{Name: webhookService, Namespace: p.namespace},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: serviceIP,
-			Ports:     []corev1.ServicePort{{Port: webhookPortTest, TargetPort: intstr.FromInt32(webhookPortTest)}},
+			Ports:     []corev1.ServicePort{{Port: p.port, TargetPort: intstr.FromInt32(p.port)}},
 		},
 	}))
 	ref := func(path string) admissionregistrationv1.WebhookClientConfig {
 		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
-			Namespace: operatorNS, Name: webhookService, Path: ptr.To(path), Port: ptr.To[int32](webhookPortTest),
+			Namespace: p.namespace, Name: webhookService, Path: ptr.To(path), Port: ptr.To(p.port),
 		}}
+	}
+	var selector *metav1.LabelSelector
+	failurePolicy := admissionregistrationv1.Fail
+	if p.restrictedTo != "" {
+		selector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: p.restrictedTo}}
+		failurePolicy = admissionregistrationv1.Ignore
 	}
 	vwc, mwc, err := testcluster.GeneratedWebhookConfigurations()
 	require.NoError(t, err)
-	vwc.Name, mwc.Name = validatingName, mutatingName
+	vwc.Name, mwc.Name = p.validatingName(), p.mutatingName()
 	for i := range vwc.Webhooks {
-		vwc.Webhooks[i].ClientConfig = ref(*vwc.Webhooks[i].ClientConfig.Service.Path)
+		w := &vwc.Webhooks[i]
+		w.ClientConfig, w.NamespaceSelector, w.FailurePolicy = ref(*w.ClientConfig.Service.Path), selector, ptr.To(failurePolicy)
 	}
 	for i := range mwc.Webhooks {
-		mwc.Webhooks[i].ClientConfig = ref(*mwc.Webhooks[i].ClientConfig.Service.Path)
+		w := &mwc.Webhooks[i]
+		w.ClientConfig, w.NamespaceSelector, w.FailurePolicy = ref(*w.ClientConfig.Service.Path), selector, ptr.To(failurePolicy)
 	}
 	require.NoError(t, c.Create(ctx, vwc))
 	require.NoError(t, c.Create(ctx, mwc))
+	if p.restrictedTo != "" {
+		return
+	}
 
 	var crd apiextensionsv1.CustomResourceDefinition
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: dgdrCRD}, &crd))
@@ -211,7 +254,7 @@ func installWebhookPlumbing(ctx context.Context, t *testing.T, c client.Client) 
 		Webhook: &apiextensionsv1.WebhookConversion{
 			ConversionReviewVersions: []string{"v1"},
 			ClientConfig: &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{
-				Namespace: operatorNS, Name: webhookService, Path: conv.Service.Path, Port: conv.Service.Port,
+				Namespace: p.namespace, Name: webhookService, Path: conv.Service.Path, Port: conv.Service.Port,
 			}},
 		},
 	}

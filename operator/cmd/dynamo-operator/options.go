@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gauntlet-dev/gauntlet/operator/internal/certs"
@@ -77,7 +78,7 @@ func parseOptions(fs *flag.FlagSet, args []string) (options, error) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect one leader among the replicas (a Lease in the operator's namespace): only the leader runs the reconcilers and, in automatic certificate mode, generates certificates and injects caBundles; every replica serves the webhooks. false: this process does all of it (one replica only).")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "dynamo-operator-leader", "Name of the leader-election Lease in the operator's namespace (not the namespace lock Lease "+namespacescope.LeaseName+").")
 	fs.StringVar(&o.defaultDGDRImage, "dgdr-default-image", "nvcr.io/nvidia/ai-dynamo/dynamo-frontend:"+version.Version, "Image the mutating webhook sets on DynamoGraphDeploymentRequests that name none.")
-	fs.DurationVar(&o.webhookDrain, "webhook-drain-timeout", webhook.DefaultDrainTimeout, "On SIGTERM, keep serving webhooks, closing each connection after its response, until no connection is left or this long; then reset the idle ones (see the README, \"Restarts without a failed admission\"). Above 90s (the API server's idle timeout) no connection is ever closed under a request; a namespace-restricted operator hands its namespace over only after it.")
+	fs.DurationVar(&o.webhookDrain, "webhook-drain-timeout", webhook.DefaultDrainTimeout, "On SIGTERM, keep serving webhooks, closing each connection after its response, until no connection is left or this long; then reset the idle ones (see docs/operator.md, \"Restarts without a failed admission\"). Above 90s (the API server's idle timeout) no connection is ever closed under a request; a namespace-restricted operator hands its namespace over before it drains, so both operators validate there meanwhile.")
 	fs.DurationVar(&o.latencyInjection, "webhook-latency-injection", 0, "TEST ONLY: delay every validating and mutating webhook call by this much (troubleshooting scenario T9, a webhook slower than timeoutSeconds); 0 disables it. Never set it in production.")
 	fs.StringVar(&o.operatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "Namespace the operator runs in (default $POD_NAMESPACE).")
 	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "This pod's name, the Lease holder identity (default $POD_NAME).")
@@ -91,6 +92,15 @@ func parseOptions(fs *flag.FlagSet, args []string) (options, error) {
 	}
 	o.certMode = mode
 	return o, o.validate()
+}
+
+// webhookServiceName is the webhook Service, in the operator's namespace; empty Name when
+// --webhook-service is not set.
+func (o options) webhookServiceName() types.NamespacedName {
+	if o.webhookService == "" {
+		return types.NamespacedName{}
+	}
+	return types.NamespacedName{Namespace: o.operatorNamespace, Name: o.webhookService}
 }
 
 func (o options) validate() error {
@@ -109,6 +119,9 @@ func (o options) validate() error {
 	}
 	if o.restrictNamespace != "" && o.podName == "" {
 		errs = append(errs, errors.New("--pod-name is empty: a namespace-restricted operator needs it (or $POD_NAME) as its Lease holder identity"))
+	}
+	if o.restrictNamespace != "" && o.webhookService == "" {
+		errs = append(errs, errors.New("--webhook-service is required with --restrict-to-namespace: the operator takes its namespace's Lease only once the API server reaches its webhooks through that Service"))
 	}
 	if o.webhookDrain < 0 {
 		errs = append(errs, fmt.Errorf("--webhook-drain-timeout=%s: must not be negative", o.webhookDrain))

@@ -214,7 +214,7 @@ func TestTwoReplicas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := env.Client
-	installWebhookPlumbing(ctx, t, c)
+	clusterWidePlumbing.install(ctx, t, c)
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-x"}}))
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, os.WriteFile(kubeconfig, env.Environment.KubeConfig, 0o600))

@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -103,20 +102,46 @@ func TestASecondSignalEndsTheRunWithoutWaitingForTheShutdown(t *testing.T) {
 	}
 }
 
-// restrictedArgs are the flags of an operator restricted to ns (and running there) named pod.
-func restrictedArgs(t *testing.T, ns, pod string, extra ...string) []string {
+// restrictedPlumbing is the chart's plumbing of a release restricted to ns and running there,
+// on a free port.
+func restrictedPlumbing(t *testing.T, ns string) webhookPlumbing {
 	t.Helper()
-	return append([]string{
-		"--operator-namespace=" + ns,
-		"--restrict-to-namespace=" + ns,
+	return webhookPlumbing{namespace: ns, port: int32(freePort(t)), restrictedTo: ns} //nolint:gosec // G115: a TCP port
+}
+
+// restrictedArgs are the flags of an operator of p named pod.
+func restrictedArgs(t *testing.T, p webhookPlumbing, pod string, extra ...string) []string {
+	t.Helper()
+	args := append([]string{
+		"--operator-namespace=" + p.namespace,
+		"--restrict-to-namespace=" + p.restrictedTo,
 		"--pod-name=" + pod,
-		"--webhook-service=" + webhookService,
 		"--webhook-cert-dir=" + t.TempDir(),
-		"--webhook-port=" + strconv.Itoa(freePort(t)),
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=127.0.0.1:0",
 		"--lease-duration=6s", "--lease-renew-interval=2s", "--lease-grace-period=2s",
-	}, extra...)
+	}, p.args()...)
+	return append(args, extra...)
+}
+
+// ownProcessEnv marks a test binary that inOwnProcess started to run one test alone.
+const ownProcessEnv = "DYNAMO_OPERATOR_TEST_OWN_PROCESS"
+
+// inOwnProcess reports whether the test runs alone in this process. If it does not, it runs the
+// test alone in a new process of this test binary, reports that run's result as the test's
+// own and returns false: the caller returns at once.
+func inOwnProcess(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(ownProcessEnv) != "" {
+		return true
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1") //nolint:gosec // G204: this test binary, re-run
+	cmd.Env = append(os.Environ(), ownProcessEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s, run alone in a process of its own: %v\n%s", t.Name(), err, out)
+	}
+	return false
 }
 
 // restrictedProcess is a restricted operator run from this test binary as a process of its
@@ -171,12 +196,6 @@ func freePort(t *testing.T) int {
 	return port
 }
 
-func createNamespace(ctx context.Context, t *testing.T, kube kubernetes.Interface, name string) {
-	t.Helper()
-	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	require.NoError(t, err, "creating namespace %s", name)
-}
-
 // leaseIn is the namespace lock Lease in ns, nil when there is none.
 func leaseIn(ctx context.Context, t *testing.T, kube kubernetes.Interface, ns string) *coordinationv1.Lease {
 	t.Helper()
@@ -194,12 +213,18 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestALeaseWhoseCreateAnswerWasLostIsDeletedOnTheWayOut(t *testing.T) {
-	env := testcluster.Start(t)
+	// run() in this process, to break its connection; alone in a process of its own, since
+	// controller-runtime refuses a second controller of the same name in one process.
+	if !inOwnProcess(t) {
+		return
+	}
+	env := testcluster.Start(t, testcluster.WithServiceCIDR(serviceCIDR))
 	kube := kubernetes.NewForConfigOrDie(env.Config)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const ns, pod = "team-lost", "dynamo-operator-lost"
-	createNamespace(ctx, t, kube, ns)
+	plumbing := restrictedPlumbing(t, ns)
+	plumbing.install(ctx, t, env.Client)
 
 	// The API server stores the Lease, and its answer never reaches the operator — a
 	// connection that broke after the request went out.
@@ -207,8 +232,19 @@ func TestALeaseWhoseCreateAnswerWasLostIsDeletedOnTheWayOut(t *testing.T) {
 	var lost atomic.Bool
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			// The namespace lock's create, not leader election's (the same namespace here).
+			lockCreate := false
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/namespaces/"+ns+"/leases") && r.GetBody != nil {
+				body, err := r.GetBody()
+				if err != nil {
+					return nil, err
+				}
+				raw, _ := io.ReadAll(body)
+				lockCreate = strings.Contains(string(raw), namespacescope.LeaseName) // JSON or protobuf
+
+			}
 			resp, err := rt.RoundTrip(r)
-			if err == nil && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/namespaces/"+ns+"/leases") && lost.CompareAndSwap(false, true) {
+			if err == nil && lockCreate && lost.CompareAndSwap(false, true) {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				_ = resp.Body.Close()
 				return nil, errors.New("connection reset by peer after the request was sent")
@@ -216,7 +252,7 @@ func TestALeaseWhoseCreateAnswerWasLostIsDeletedOnTheWayOut(t *testing.T) {
 			return resp, err
 		})
 	}
-	opts, err := parseOptions(flag.NewFlagSet("test", flag.ContinueOnError), restrictedArgs(t, ns, pod))
+	opts, err := parseOptions(flag.NewFlagSet("test", flag.ContinueOnError), restrictedArgs(t, plumbing, pod))
 	require.NoError(t, err)
 	err = run(ctx, nil, cfg, opts)
 	require.Error(t, err, "the operator started although it could not tell whether it holds its Lease")
@@ -229,14 +265,15 @@ func TestALeaseWhoseCreateAnswerWasLostIsDeletedOnTheWayOut(t *testing.T) {
 }
 
 func TestLosingTheLeaderElectionDeletesTheLeaseBeforeTheProcessEnds(t *testing.T) {
-	env := testcluster.Start(t)
+	env := testcluster.Start(t, testcluster.WithServiceCIDR(serviceCIDR))
 	kube := kubernetes.NewForConfigOrDie(env.Config)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const ns, pod, leaderLease = "team-leader", "dynamo-operator-leader-test", "dynamo-operator-leader"
-	createNamespace(ctx, t, kube, ns)
+	plumbing := restrictedPlumbing(t, ns)
+	plumbing.install(ctx, t, env.Client)
 
-	p := startRestricted(t, env, restrictedArgs(t, ns, pod, "--leader-elect=true", "--leader-election-id="+leaderLease))
+	p := startRestricted(t, env, restrictedArgs(t, plumbing, pod, "--leader-elect=true", "--leader-election-id="+leaderLease))
 
 	eventually(t, "the operator to lead and hold its namespace's Lease", func() error {
 		l, err := kube.CoordinationV1().Leases(ns).Get(ctx, leaderLease, metav1.GetOptions{})
@@ -262,26 +299,77 @@ func TestLosingTheLeaderElectionDeletesTheLeaseBeforeTheProcessEnds(t *testing.T
 	}
 }
 
-func TestAWebhookPortAlreadyTakenDeletesTheLeaseBeforeTheProcessEnds(t *testing.T) {
-	env := testcluster.Start(t)
+// A webhook server that cannot listen is a fatal exit before the Lease: the served probe never
+// comes back, so the operator never takes it (with the Lease taken before serving, the
+// namespace was excluded, and validated by nobody, until the exit deleted it).
+func TestAWebhookPortAlreadyTakenExitsWithoutTakingTheLease(t *testing.T) {
+	env := testcluster.Start(t, testcluster.WithServiceCIDR(serviceCIDR))
 	kube := kubernetes.NewForConfigOrDie(env.Config)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const ns, pod = "team-port", "dynamo-operator-port"
-	createNamespace(ctx, t, kube, ns)
 	// Another process's listener on the webhook port, on every interface as the webhook
 	// server binds it, so that the two surely collide.
 	taken, err := net.Listen("tcp", ":0") //nolint:gosec // G102: see above; the port is closed at the end of the test
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = taken.Close() })
-	port := taken.Addr().(*net.TCPAddr).Port
+	plumbing := webhookPlumbing{namespace: ns, port: int32(taken.Addr().(*net.TCPAddr).Port), restrictedTo: ns} //nolint:gosec // G115: a TCP port
+	plumbing.install(ctx, t, env.Client)
 
-	p := startRestricted(t, env, restrictedArgs(t, ns, pod, "--webhook-port="+strconv.Itoa(port)))
+	p := startRestricted(t, env, restrictedArgs(t, plumbing, pod))
 	assert.Equal(t, 1, p.exited(t, time.Minute, "starting with its webhook port taken"), "exit code")
 	assert.Contains(t, p.logs.String(), "address already in use")
-	require.Contains(t, p.logs.String(), "created the namespace lock Lease", "the operator failed before it held its Lease; the test proves nothing")
+	if strings.Contains(p.logs.String(), "created the namespace lock Lease") {
+		t.Error("expected an operator whose webhooks never served to leave its namespace to the cluster-wide operator; it logged `created the namespace lock Lease`")
+	}
 	if l := leaseIn(ctx, t, kube, ns); l != nil {
-		t.Errorf("expected the operator whose webhook server could not listen to delete Lease %s/%s before it exited; it is still there, held by %q",
+		t.Errorf("expected the operator whose webhook server could not listen to leave no Lease %s/%s; it is there, held by %q",
 			ns, namespacescope.LeaseName, ptr.Deref(l.Spec.HolderIdentity, ""))
 	}
+}
+
+// The start window: until the API server reaches a restricted operator's webhooks through its
+// Service, the operator serves but leaves its namespace's Lease alone, so the cluster-wide
+// operator keeps validating there; once they answer, it takes the Lease. Here the Service is
+// missing at first (as a node's routing that does not follow the new pod yet), so the API
+// server cannot call the webhooks, and with failurePolicy Ignore it admits the probes unjudged.
+func TestARestrictedOperatorTakesItsLeaseOnlyOnceTheAPIServerReachesItsWebhooks(t *testing.T) {
+	env := testcluster.Start(t, testcluster.WithServiceCIDR(serviceCIDR))
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const ns, pod = "team-served", "dynamo-operator-served"
+	plumbing := restrictedPlumbing(t, ns)
+	plumbing.install(ctx, t, env.Client)
+	service, err := kube.CoreV1().Services(ns).Get(ctx, webhookService, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, kube.CoreV1().Services(ns).Delete(ctx, webhookService, metav1.DeleteOptions{}))
+
+	p := startRestricted(t, env, restrictedArgs(t, plumbing, pod))
+	eventually(t, "the operator to serve", func() error {
+		if !strings.Contains(p.logs.String(), "Starting webhook server") {
+			return errors.New("no `Starting webhook server` logged yet")
+		}
+		return nil
+	})
+	// Long enough for many probes.
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if l := leaseIn(ctx, t, kube, ns); l != nil {
+			t.Fatalf("expected no Lease %s/%s while the API server cannot reach the operator's webhooks (no Service); it was taken by %q: "+
+				"namespace %s would be validated by nobody", ns, namespacescope.LeaseName, ptr.Deref(l.Spec.HolderIdentity, ""), ns)
+		}
+	}
+
+	service.ResourceVersion, service.UID = "", ""
+	_, err = kube.CoreV1().Services(ns).Create(ctx, service, metav1.CreateOptions{})
+	require.NoError(t, err, "recreating Service %s/%s", ns, webhookService)
+	eventually(t, "the operator to take its Lease once its webhooks answer through the Service", func() error {
+		if l := leaseIn(ctx, t, kube, ns); l == nil || ptr.Deref(l.Spec.HolderIdentity, "") != pod {
+			return errors.New("no Lease held by " + pod)
+		}
+		return nil
+	})
+	logs := p.logs.String()
+	assert.Contains(t, logs, "waiting for the API server to reach this operator's webhooks", "the wait, logged with what the probe saw")
+	assert.Contains(t, logs, "the API server reaches this operator's webhooks through its Service")
 }

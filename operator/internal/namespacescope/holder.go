@@ -33,8 +33,9 @@ const ReleaseTimeout = 5 * time.Second
 // It needs only namespaced permissions: get, create, update and delete on
 // coordination.k8s.io leases in its namespace.
 //
-// Call Acquire before the webhook server serves, then run Start (as a manager Runnable or in a
-// goroutine); call Release on fatal paths that skip Start's cleanup.
+// Run Start (as a manager Runnable or in a goroutine): it takes the Lease — once the
+// WithAcquireAfter condition holds, if one is given — unless Acquire already did; call Release
+// on every way out, also those that skip Start's cleanup.
 type Holder struct {
 	leases    coordinationv1client.LeaseInterface
 	namespace string
@@ -42,6 +43,8 @@ type Holder struct {
 	timings   Timings
 	clock     clock.Clock
 	log       logr.Logger
+	// acquireAfter, when set, must return nil before Start takes the Lease.
+	acquireAfter func(context.Context) error
 
 	// releasing stops renewals for good; it is set before Release waits for mu so an in-flight
 	// renewal is abandoned rather than waited for.
@@ -76,22 +79,22 @@ func NewHolder(leases coordinationv1client.LeasesGetter, namespace, identity str
 	}
 	o := buildOptions("namespace-lock", opts)
 	return &Holder{
-		leases:    leases.Leases(namespace),
-		namespace: namespace,
-		identity:  identity,
-		timings:   t,
-		clock:     o.clock,
-		log:       o.log.WithValues("lease", namespace+"/"+LeaseName, "holder", identity),
+		leases:       leases.Leases(namespace),
+		namespace:    namespace,
+		identity:     identity,
+		timings:      t,
+		clock:        o.clock,
+		acquireAfter: o.acquireAfter,
+		log:          o.log.WithValues("lease", namespace+"/"+LeaseName, "holder", identity),
 	}, nil
 }
 
-// NeedLeaderElection is false: every replica of a restricted operator serves webhooks, and the
-// Lease must exist before any of them does.
+// NeedLeaderElection is false: every replica of a restricted operator serves webhooks and
+// holds (or stands by for) the Lease.
 func (h *Holder) NeedLeaderElection() bool { return false }
 
-// Acquire creates the Lease, or takes it over if it exists, so that the namespace is excluded
-// by cluster-wide operators before this one starts admitting requests. A Forbidden error names
-// the permissions the operator lacks.
+// Acquire creates the Lease, or takes it over if it exists, so that cluster-wide operators
+// exclude the namespace. A Forbidden error names the permissions the operator lacks.
 func (h *Holder) Acquire(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -105,8 +108,8 @@ func (h *Holder) Acquire(ctx context.Context) error {
 	return nil
 }
 
-// Start acquires the Lease if Acquire was not called, renews it until ctx is cancelled or
-// Release is called, and then deletes it. It returns an error if the Lease cannot be acquired,
+// Start acquires the Lease if Acquire was not called (first waiting for the WithAcquireAfter
+// condition), renews it until ctx is cancelled or Release is called, and then deletes it. It returns an error if the Lease cannot be acquired,
 // cannot be renewed before it would expire, or cannot be deleted on the way out; the operator
 // should exit non-zero on any of them.
 func (h *Holder) Start(ctx context.Context) (err error) {
@@ -133,6 +136,14 @@ func (h *Holder) Start(ctx context.Context) (err error) {
 	acquired := h.acquired
 	h.mu.Unlock()
 	if !acquired {
+		if h.acquireAfter != nil {
+			if err := h.acquireAfter(runCtx); err != nil {
+				if runCtx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("before acquiring Lease %s: %w", h.key(), err)
+			}
+		}
 		if err := h.Acquire(runCtx); err != nil {
 			if h.releasing.Load() {
 				return nil

@@ -2,6 +2,7 @@ package namespacescope_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -156,6 +157,47 @@ func TestHolder(t *testing.T) {
 		if got := gauge(t, metrics.NamespaceLeaseHeld, ns); got != 0 {
 			t.Errorf("dynamo_namespace_lease_held{namespace=%q} = %v after stop, want 0", ns, got)
 		}
+	})
+
+	t.Run("Start takes the Lease only once the WithAcquireAfter condition holds", func(t *testing.T) {
+		ns := newNamespace(t, "acquire-after")
+		served := make(chan struct{})
+		h, err := namespacescope.NewHolder(admin.CoordinationV1(), ns, "operator-b-0", fastTimings,
+			namespacescope.WithAcquireAfter(func(ctx context.Context) error {
+				select {
+				case <-served:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}))
+		require.NoError(t, err)
+		r := start(h)
+		t.Cleanup(func() { r.stop(t) })
+		time.Sleep(time.Second) // two renew intervals of fastTimings
+		assert.True(t, leaseGone(t, ns), "expected no Lease before the condition holds: the namespace would be excluded while this operator is not reachable")
+		close(served)
+		eventually(t, 3*time.Second, "Start created the Lease once the condition held", func() bool { return !leaseGone(t, ns) })
+	})
+
+	t.Run("a Start stopped while it waits for the WithAcquireAfter condition returns nil and leaves no Lease", func(t *testing.T) {
+		ns := newNamespace(t, "acquire-after-stop")
+		h, err := namespacescope.NewHolder(admin.CoordinationV1(), ns, "operator-b-0", fastTimings,
+			namespacescope.WithAcquireAfter(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }))
+		require.NoError(t, err)
+		start(h).stop(t)
+		assert.True(t, leaseGone(t, ns))
+	})
+
+	t.Run("a WithAcquireAfter condition that fails ends Start with its error, without a Lease", func(t *testing.T) {
+		ns := newNamespace(t, "acquire-after-fails")
+		h, err := namespacescope.NewHolder(admin.CoordinationV1(), ns, "operator-b-0", fastTimings,
+			namespacescope.WithAcquireAfter(func(context.Context) error { return errors.New("probe broke") }))
+		require.NoError(t, err)
+		err = start(h).wait(t, 5*time.Second)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "probe broke")
+		assert.True(t, leaseGone(t, ns))
 	})
 
 	t.Run("M5 Release deletes the Lease, stops renewing and is idempotent", func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +58,9 @@ type Config struct {
 	// LatencyInjection delays every validating and mutating call by this much. Test-only
 	// (troubleshooting scenario T9: a webhook slower than timeoutSeconds); 0 is off.
 	LatencyInjection time.Duration
+	// Service is the operator's webhook Service; every validating webhook answers a served
+	// probe (ProbeLabel) with ProbeWarning(Service). Empty answers none.
+	Service types.NamespacedName
 	// BodyReadTimeout bounds the wait for a request's body (Guarded); 0 is
 	// DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
@@ -132,15 +136,17 @@ func Register(mgr ctrl.Manager, cfg Config) error {
 	return nil
 }
 
-// registerValidator serves v for obj's kind, wrapped as Observed(LatencyInjected(LeaseAware(v))):
-// Observed is outermost so it records what the apiserver got, injected latency included.
+// registerValidator serves v for obj's kind, wrapped as
+// Observed(LatencyInjected(ProbeAnswering(LeaseAware(v)))): Observed is outermost so it records
+// what the apiserver got, injected latency included; a served probe is answered even where a
+// restricted operator's Lease makes this one skip the namespace.
 func registerValidator[T client.Object](mgr ctrl.Manager, cfg Config, log logr.Logger, obj T, v admission.Validator[T]) error {
 	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
 	if err != nil {
 		return fmt.Errorf("registering a validating webhook for %T: %w", obj, err)
 	}
 	wrapped := ObservedValidator(webhookName("validate", gvk.Kind), gvk.Kind, log,
-		LatencyInjectedValidator(cfg.LatencyInjection, LeaseAwareValidator(cfg.Exclusions, log, v)))
+		LatencyInjectedValidator(cfg.LatencyInjection, ProbeAnsweringValidator(cfg.Service, LeaseAwareValidator(cfg.Exclusions, log, v))))
 	if err := ctrl.NewWebhookManagedBy(mgr, obj).WithValidator(wrapped).WithLogConstructor(requestLogger(gvk)).Complete(); err != nil {
 		return fmt.Errorf("registering the validating webhook for %s: %w", gvk.Kind, err)
 	}

@@ -1,0 +1,65 @@
+package webhook
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/webhook/validation"
+)
+
+// A served probe is answered with the Service's warning only when it is one: a dry-run create
+// labelled ProbeLabel. Everything else keeps the rules' own warnings, and the rules still judge
+// the probe.
+func TestProbeAnsweringValidator(t *testing.T) {
+	service := types.NamespacedName{Namespace: "team-a-system", Name: "dynamo-webhook-service"}
+	v := ProbeAnsweringValidator(service, validation.GraphDeployment())
+	probe := func(g *v1alpha1.DynamoGraphDeployment) { g.Labels = map[string]string{ProbeLabel: "served"} }
+	request := func(dryRun bool) context.Context {
+		return admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			UID: "uid-1", Namespace: "team-a", Operation: admissionv1.Create, DryRun: ptr.To(dryRun),
+			Kind: metav1.GroupVersionKind{Group: "nvidia.com", Version: "v1alpha1", Kind: "DynamoGraphDeployment"},
+		}})
+	}
+
+	t.Run("a dry-run create labelled as a probe gets the Service's warning", func(t *testing.T) {
+		warnings, err := v.ValidateCreate(request(true), graph("team-a", probe))
+		require.NoError(t, err)
+		assert.Equal(t, admission.Warnings{ProbeWarning(service)}, warnings)
+		assert.Contains(t, ProbeWarning(service), "team-a-system/dynamo-webhook-service")
+	})
+	t.Run("a probe is still judged by the rules", func(t *testing.T) {
+		warnings, err := v.ValidateCreate(request(true), graph("team-a", probe, noServices))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "spec.services")
+		assert.Equal(t, admission.Warnings{ProbeWarning(service)}, warnings)
+	})
+	t.Run("a stored create is not answered, even labelled", func(t *testing.T) {
+		warnings, err := v.ValidateCreate(request(false), graph("team-a", probe))
+		require.NoError(t, err)
+		assert.Empty(t, warnings)
+	})
+	t.Run("a dry run without the label is not answered", func(t *testing.T) {
+		warnings, err := v.ValidateCreate(request(true), graph("team-a"))
+		require.NoError(t, err)
+		assert.Empty(t, warnings)
+	})
+	t.Run("updates are not answered", func(t *testing.T) {
+		warnings, err := v.ValidateUpdate(request(true), graph("team-a", probe), graph("team-a", probe))
+		require.NoError(t, err)
+		assert.Empty(t, warnings)
+	})
+	t.Run("an operator that does not know its Service answers nothing", func(t *testing.T) {
+		warnings, err := ProbeAnsweringValidator(types.NamespacedName{}, validation.GraphDeployment()).ValidateCreate(request(true), graph("team-a", probe))
+		require.NoError(t, err)
+		assert.Empty(t, warnings)
+	})
+}
