@@ -20,7 +20,7 @@ import (
 // gracePeriod, + 2 s of measurement slack), and both may validate only once B was started
 // again, for at most M12's bound (B validates before it takes its Lease back).
 func (s *scenarios) comesBack() types.Feature {
-	return features.New("a restricted operator that comes back takes its namespace back; no admission is validated by both operators or by neither for longer than documented").
+	return features.New("a restricted operator that comes back takes its namespace back; no admission is validated by neither operator for longer than documented, nor by both but briefly as it comes back").
 		WithLabel(suite.LabelScenario, "M6").
 		Assess("kill B, let A take over, start B again: who validated each probe", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)

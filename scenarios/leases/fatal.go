@@ -68,6 +68,17 @@ func (s *scenarios) fatalExits() e2etypes.Feature {
 		reason: "leader election lost",
 		breakB: func(ctx context.Context, t *testing.T, c *suite.Cluster, pod *corev1.Pod) {
 			id := leaderElectionID(t, pod)
+			// A new pod leads only once its predecessor's leader-election Lease expired; taken
+			// before that, it was never B's to lose.
+			expect.Eventually(ctx, t, fmt.Sprintf("%s pod %s to lead (hold Lease %s/%s)", s.opB(), pod.Name, pod.Namespace, id), recoverTimeout,
+				func(ctx context.Context) (bool, string, error) {
+					l, err := c.Kube().CoordinationV1().Leases(pod.Namespace).Get(ctx, id, metav1.GetOptions{})
+					if err != nil {
+						return false, err.Error(), nil
+					}
+					// controller-runtime's identity is <hostname>_<uuid>; a pod's hostname is its name.
+					return strings.HasPrefix(holderOf(l), pod.Name+"_"), describeLease(l), nil
+				})
 			patch := fmt.Sprintf(`{"spec":{"holderIdentity":%q}}`, "m11-someone-else")
 			_, err := c.Kube().CoordinationV1().Leases(pod.Namespace).Patch(ctx, id, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 			expect.NoError(t, err, "taking B's leader-election Lease %s/%s over", pod.Namespace, id)
