@@ -109,9 +109,9 @@ func (h *Holder) Acquire(ctx context.Context) error {
 }
 
 // Start acquires the Lease if Acquire was not called (first waiting for the WithAcquireAfter
-// condition), renews it until ctx is cancelled or Release is called, and then deletes it. It returns an error if the Lease cannot be acquired,
-// cannot be renewed before it would expire, or cannot be deleted on the way out; the operator
-// should exit non-zero on any of them.
+// condition), renews it until ctx is cancelled or Release is called, and then deletes it. It
+// returns an error if the Lease cannot be acquired, cannot be renewed before it would expire, or
+// cannot be deleted on the way out; the operator should exit non-zero on any of them.
 func (h *Holder) Start(ctx context.Context) (err error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -117,6 +118,8 @@ func (p *ServedProbe) Answered(ctx context.Context) (answered bool, seen string)
 		return true, ""
 	}
 	switch {
+	case apierrors.IsForbidden(err):
+		return false, fmt.Sprintf("the dry-run create was forbidden (%v): the operator's Role in namespace %s must allow create on dynamographdeployments.nvidia.com, as the chart's does", err, p.namespace)
 	case err != nil:
 		return false, fmt.Sprintf("the dry-run create failed: %v", err)
 	case len(warnings) == 0:
