@@ -182,11 +182,11 @@ e2e-multi-operator: control-plane ## Suite e2e/multioperator: multi-operator lea
 	$(E2E_TEST) ./e2e/multioperator -args $(E2E_ARGS) --failover-plan=full
 
 .PHONY: e2e-troubleshooting
-e2e-troubleshooting: control-plane ## Suite e2e/troubleshooting: T1–T12 — fault, symptom, doctor diagnosis, documented fix.
+e2e-troubleshooting: control-plane ## Suite e2e/troubleshooting: T1–T13 — fault, symptom, doctor diagnosis, documented fix.
 	$(E2E_TEST) ./e2e/troubleshooting -args $(E2E_ARGS)
 
 .PHONY: e2e-hostile
-e2e-hostile: control-plane ## Suite e2e/hostile: H1–H7 — hostile input to every path the operator serves, directly and through the Service; bounded answers, bounded memory, no restart.
+e2e-hostile: control-plane ## Suite e2e/hostile: H1–H8 — hostile input to every path the operator serves, directly and through the Service; bounded answers, bounded memory, no restart.
 	$(E2E_TEST) ./e2e/hostile -args $(E2E_ARGS)
 
 BENCH_FLAGS         ?=
