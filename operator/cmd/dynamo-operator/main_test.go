@@ -56,18 +56,14 @@ func TestOperatorServesWebhooksThroughTheAPIServer(t *testing.T) {
 
 	var logs testcluster.LogBuffer
 	metricsAddr := freeAddr(t)
-	opts, err := parseOptions(flag.NewFlagSet("test", flag.ContinueOnError), []string{
-		"--operator-namespace=" + operatorNS,
-		"--webhook-service=" + webhookService,
-		"--validating-webhook-configuration=" + validatingName,
-		"--mutating-webhook-configuration=" + mutatingName,
-		"--conversion-crd=" + dgdrCRD,
-		"--webhook-port=" + strconv.Itoa(webhookPortTest),
-		"--webhook-cert-dir=" + t.TempDir(),
-		"--metrics-bind-address=" + metricsAddr,
+	opts, err := parseOptions(flag.NewFlagSet("test", flag.ContinueOnError), append(clusterWidePlumbing.args(),
+		"--operator-namespace="+operatorNS,
+		"--conversion-crd="+dgdrCRD,
+		"--webhook-cert-dir="+t.TempDir(),
+		"--metrics-bind-address="+metricsAddr,
 		"--health-probe-bind-address=127.0.0.1:0",
 		"--cert-check-interval=1s",
-	})
+	))
 	require.NoError(t, err)
 	installLogger(opts, io.MultiWriter(&logs, os.Stderr)) // as main does: JSON lines
 

@@ -63,19 +63,17 @@ func startOperatorProcess(t *testing.T, name, kubeconfig string, port int) *oper
 	p := &operatorProcess{name: name, port: port, probeAddr: freeLoopbackAddr(t), done: make(chan error, 1)}
 	logFile, err := os.Create(filepath.Join(t.TempDir(), name+".log")) //nolint:gosec // G304: a file in the test's own temporary directory
 	require.NoError(t, err)
-	p.cmd = exec.Command(os.Args[0], //nolint:gosec // G204: this test binary, re-run as the operator
+	plumbing := clusterWidePlumbing
+	plumbing.port = int32(port)                              //nolint:gosec // G115: a TCP port
+	p.cmd = exec.Command(os.Args[0], append(plumbing.args(), //nolint:gosec // G204: this test binary, re-run as the operator
 		"--kubeconfig="+kubeconfig,
 		"--operator-namespace="+operatorNS,
-		"--webhook-service="+webhookService,
-		"--validating-webhook-configuration="+validatingName,
-		"--mutating-webhook-configuration="+mutatingName,
 		"--conversion-crd="+dgdrCRD,
-		"--webhook-port="+strconv.Itoa(port),
 		"--webhook-cert-dir="+t.TempDir(),
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address="+p.probeAddr,
 		"--cert-check-interval=1s",
-	)
+	)...)
 	p.cmd.Env = append(os.Environ(), runOperatorEnv+"=1", "POD_NAMESPACE="+operatorNS, "POD_NAME=dynamo-operator-"+name)
 	p.cmd.Stdout = io.MultiWriter(&p.logs, logFile)
 	p.cmd.Stderr = p.cmd.Stdout
