@@ -20,6 +20,33 @@ import (
 // probe's round trip on a loaded machine.
 const bothSlack = 2 * time.Second
 
+// bothBound is how long a hand-over may leave B's namespace validated by both operators: B's
+// drain timeout (the chart's drainTimeoutSeconds) + bothSlack.
+func (s *scenarios) bothBound(t *testing.T) time.Duration {
+	t.Helper()
+	b := s.opB()
+	drain, err := b.rel.DrainTimeout()
+	expect.NoError(t, err, "reading %s's drain timeout", b)
+	return drain + bothSlack
+}
+
+// expectEveryProbeLogged fails for each probe of ns that has no `validate create` line in A's
+// log (vA): A's webhook is called for every namespace, so without the line nobody can tell who
+// validated the probe.
+func expectEveryProbeLogged(t *testing.T, a operator, aLog *logFollower, ns string, probes []probe, vA map[string][]string) {
+	t.Helper()
+	var missing []string
+	for _, p := range probes {
+		if len(vA[p.name]) == 0 {
+			missing = append(missing, p.name)
+		}
+	}
+	if len(missing) > 0 {
+		expect.Errorf(t, "expected a `validate create` line in %s's log for every probe of %s (A's webhook is called for every namespace); %d of %d have none: %s (logs read: %s)",
+			a, ns, len(missing), len(probes), firstN(missing, 5), aLog.pods())
+	}
+}
+
 // handover is one stop or start of B, from the moment it was asked for until the other side
 // was seen validating again.
 type handover struct {
@@ -56,9 +83,7 @@ func (s *scenarios) handoverWindows() types.Feature {
 			t.Cleanup(func() { s.restoreB(ctx, t) })
 			a, b := s.opA(), s.opB()
 			ns := b.rel.RestrictedNamespace()
-			drain, err := b.rel.DrainTimeout()
-			expect.NoError(t, err, "reading %s's drain timeout", b)
-			bothBound := drain + bothSlack
+			bothBound := s.bothBound(t)
 			s.settled(ctx, t, c)
 
 			aRestarts := restarts(ctx, t, c, a)
@@ -101,12 +126,6 @@ func (s *scenarios) handoverWindows() types.Feature {
 			// B's lines trail its answers too; the last probes are B's (it is back).
 			vB := verdicts(logsCaughtUp(ctx, bLog, ns, probes[max(0, len(probes)-3):]), ns)
 
-			var missing []string
-			for _, p := range probes {
-				if len(vA[p.name]) == 0 {
-					missing = append(missing, p.name)
-				}
-			}
 			neither, both := validatorRuns(probes, vA, vB)
 			nobodyAt, bothAt := map[string]float64{}, map[string]float64{}
 			for _, r := range neither {
@@ -132,10 +151,7 @@ func (s *scenarios) handoverWindows() types.Feature {
 						ns, bothSlack, bothBound, h.what, r.count, r.first.name, r.last.name, r.span().Seconds())
 				}
 			}
-			if len(missing) > 0 {
-				expect.Errorf(t, "expected a `validate create` line in %s's log for every probe of %s (A's webhook is called for every namespace); %d of %d have none: %s (logs read: %s)",
-					a, ns, len(missing), len(probes), firstN(missing, 5), aLog.pods())
-			}
+			expectEveryProbeLogged(t, a, aLog, ns, probes, vA)
 
 			var table []string
 			var startBoth, stopBoth []float64
