@@ -26,6 +26,10 @@ const apiServerIdleConnTimeout = 90 * time.Second
 // DefaultDrainTimeout is how long a stopping webhook server drains at most (Server).
 const DefaultDrainTimeout = 2 * time.Second
 
+// shutdownTimeout bounds each of the two waits after the drain timeout: for the connections left
+// to close after their response, then for net/http's Shutdown.
+const shutdownTimeout = time.Minute
+
 // idleTimeout is how long the server keeps a connection no request uses. It is longer than the
 // API server's, so that the API server always closes an idle connection first.
 const idleTimeout = apiServerIdleConnTimeout + 30*time.Second
@@ -47,10 +51,17 @@ const idleTimeout = apiServerIdleConnTimeout + 30*time.Second
 // `Connection: close`, so each connection in use is closed after a response the client reads
 // before it could reuse it. The drain ends when no connection is left — the API server closes
 // the ones it no longer uses after 90 s idle — or at the drain timeout. Then the connections
-// still idle with nothing to read are reset (an abortive close, RST): a request written after
-// the reset arrived fails to write, and net/http retries a request of which nothing was
+// still idle on which nothing has arrived are reset (an abortive close, RST): a request written
+// after the reset arrived fails to write, and net/http retries a request of which nothing was
 // written on a new connection, so the window left is the reset's flight time (microseconds)
 // instead of the client's time to notice a FIN. A drain timeout above 90 s leaves none.
+// "Nothing has arrived" means nothing waits in the kernel and nothing more has been read off
+// the socket since the connection turned idle: net/http calls a connection idle until it has
+// read a whole request header, so a request it has begun to read off the socket looked idle,
+// was reset, and P4 lost it on kind (1 of 4,666 admissions, `read: connection reset by peer`,
+// under a busy machine's scheduling delay between the read and the header's end). For the same
+// reason the server outwaits the connections left before net/http's Shutdown, which would
+// close them.
 type Server struct {
 	ctrlwebhook.Server
 	options      ctrlwebhook.Options
@@ -84,10 +95,11 @@ func (s *Server) Start(ctx context.Context) error {
 	if cfg.GetCertificate == nil {
 		return errors.New("webhook server: no serving certificate source (a TLS option must set GetCertificate)")
 	}
-	listener, err := tls.Listen("tcp", net.JoinHostPort(s.options.Host, strconv.Itoa(s.options.Port)), cfg)
+	tcpListener, err := net.Listen("tcp", net.JoinHostPort(s.options.Host, strconv.Itoa(s.options.Port)))
 	if err != nil {
 		return fmt.Errorf("webhook server: %w", err)
 	}
+	listener := tls.NewListener(readCountingListener{tcpListener}, cfg)
 	srv := &http.Server{
 		Handler: s.closingWhenDraining(s.WebhookMux()),
 		// Requests answered while draining must not see the stop as a cancellation.
@@ -109,7 +121,7 @@ func (s *Server) Start(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	s.drain()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("webhook server: shutting down: %w", err)
@@ -121,7 +133,10 @@ func (s *Server) Start(ctx context.Context) error {
 }
 
 // drain keeps serving, closing each connection after its response, until no connection is
-// left or the drain timeout passes; then it resets the idle connections left.
+// left or the drain timeout passes; then it resets each idle connection left as long as nothing
+// of a next request has arrived on it, until none is left or shutdownTimeout passes. It must outwait them
+// all: net/http's Shutdown closes every connection it calls idle, and it calls one idle until
+// it has read the whole header of the next request.
 func (s *Server) drain() {
 	s.draining.Store(true)
 	begun := time.Now()
@@ -136,8 +151,20 @@ func (s *Server) drain() {
 		}
 	}
 	reset, left := s.conns.resetIdle()
+	// "drain timeout: idle connections reset" is a documented log line (H8 sends the rest of a
+	// request it began once it reads it).
 	s.log.Info("drain timeout: idle connections reset, the others close after their response",
 		"reset", reset, "inUse", left, "after", time.Since(begun).String())
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, shutdownTimeout, true, func(context.Context) (bool, error) {
+		r, left := s.conns.resetIdle()
+		reset += r
+		return left == 0, nil
+	})
+	if err != nil {
+		s.log.Info("connections still open after the drain are closed", "open", s.conns.count(), "after", time.Since(begun).String())
+		return
+	}
+	s.log.Info("drained: no connection left", "reset", reset, "after", time.Since(begun).String())
 }
 
 // closingWhenDraining answers with `Connection: close` once the server drains, so the client
@@ -170,20 +197,28 @@ func (s *Server) StartedChecker() healthz.Checker {
 // connections tracks a server's open connections and their states (http.Server.ConnState).
 type connections struct {
 	mu    sync.Mutex
-	state map[net.Conn]http.ConnState
+	state map[net.Conn]connection
+}
+
+type connection struct {
+	state http.ConnState
+	// readAtIdle is how many bytes had been read off the socket when the connection turned idle.
+	readAtIdle int64
 }
 
 func (c *connections) track(conn net.Conn, state http.ConnState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.state == nil {
-		c.state = map[net.Conn]http.ConnState{}
+		c.state = map[net.Conn]connection{}
 	}
 	switch state {
 	case http.StateClosed, http.StateHijacked:
 		delete(c.state, conn)
+	case http.StateIdle:
+		c.state[conn] = connection{state: state, readAtIdle: bytesRead(conn)}
 	default:
-		c.state[conn] = state
+		c.state[conn] = connection{state: state}
 	}
 }
 
@@ -193,13 +228,13 @@ func (c *connections) count() int {
 	return len(c.state)
 }
 
-// resetIdle resets (RST) every idle connection that has no request waiting to be read, and
-// says how many it reset and how many connections are left.
+// resetIdle resets (RST) every idle connection on which nothing of a next request has arrived,
+// and says how many it reset and how many connections are left.
 func (c *connections) resetIdle() (reset, left int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for conn, state := range c.state {
-		if state == http.StateIdle && abortIfNothingToRead(conn) {
+	for conn, tracked := range c.state {
+		if tracked.state == http.StateIdle && abortIfNothingArrived(conn, tracked.readAtIdle) {
 			delete(c.state, conn)
 			reset++
 		}
@@ -207,17 +242,26 @@ func (c *connections) resetIdle() (reset, left int) {
 	return reset, len(c.state)
 }
 
-// abortIfNothingToRead closes conn with a TCP reset if no byte waits to be read on it (a
-// request the client has begun to send is served instead). It reports whether it did.
-func abortIfNothingToRead(conn net.Conn) bool {
-	if tlsConn, ok := conn.(*tls.Conn); ok {
-		conn = tlsConn.NetConn()
-	}
-	tcp, ok := conn.(*net.TCPConn)
-	if !ok {
+// abortIfNothingArrived closes conn with a TCP reset if no byte has arrived on it since it
+// turned idle, when readAtIdle bytes had been read off it: none waits to be read, none more
+// has been read (net/http calls a connection idle until it has read a whole request header, so
+// a request it has begun to read is served instead). Where the bytes waiting are not known, it
+// closes conn as net/http's Shutdown would (FIN). It reports whether it closed conn.
+func abortIfNothingArrived(conn net.Conn, readAtIdle int64) bool {
+	counted, tcp := socketOf(conn)
+	if tcp == nil {
 		return false
 	}
-	if pending, err := unreadBytes(tcp); err != nil || pending != 0 {
+	// The kernel's queue first, then what was read off it: bytes read in between are counted.
+	pending, err := unreadBytes(tcp)
+	if err != nil {
+		if counted.read.Load() != readAtIdle {
+			return false
+		}
+		_ = conn.Close()
+		return true
+	}
+	if pending != 0 || counted.read.Load() != readAtIdle {
 		return false
 	}
 	// Without a linger time, close discards the send buffer and sends RST instead of FIN.
@@ -226,4 +270,55 @@ func abortIfNothingToRead(conn net.Conn) bool {
 	}
 	_ = tcp.Close()
 	return true
+}
+
+// socketOf is the read-counting TCP connection under a connection the server accepted, or
+// nils for any other.
+func socketOf(conn net.Conn) (*readCountingConn, *net.TCPConn) {
+	tlsConn, ok := conn.(*tls.Conn)
+	if !ok {
+		return nil, nil
+	}
+	counted, ok := tlsConn.NetConn().(*readCountingConn)
+	if !ok {
+		return nil, nil
+	}
+	tcp, ok := counted.Conn.(*net.TCPConn)
+	if !ok {
+		return nil, nil
+	}
+	return counted, tcp
+}
+
+// bytesRead is how many bytes have been read off the socket under conn (0 for a connection the
+// server did not accept).
+func bytesRead(conn net.Conn) int64 {
+	counted, tcp := socketOf(conn)
+	if tcp == nil {
+		return 0
+	}
+	return counted.read.Load()
+}
+
+// readCountingListener accepts connections that count the bytes read off them.
+type readCountingListener struct{ net.Listener }
+
+func (l readCountingListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &readCountingConn{Conn: conn}, nil
+}
+
+// readCountingConn counts the bytes read off a connection.
+type readCountingConn struct {
+	net.Conn
+	read atomic.Int64
+}
+
+func (c *readCountingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.read.Add(int64(n))
+	return n, err
 }
