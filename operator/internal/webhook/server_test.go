@@ -45,6 +45,13 @@ func servedMux(tb testing.TB) http.Handler {
 // servedMuxWith is servedMux with the webhooks configured as cfg.
 func servedMuxWith(tb testing.TB, cfg Config) http.Handler {
 	tb.Helper()
+	return servedMuxLogging(tb, cfg, logr.Discard())
+}
+
+// servedMuxLogging is servedMuxWith with the operator's webhook lines (Observed, LeaseAware)
+// written to log.
+func servedMuxLogging(tb testing.TB, cfg Config, log logr.Logger) http.Handler {
+	tb.Helper()
 	// controller-runtime's global logger buffers every record until SetLogger is called;
 	// under fuzzing that is millions of records.
 	ctrllog.SetLogger(logr.Discard())
@@ -53,7 +60,7 @@ func servedMuxWith(tb testing.TB, cfg Config) http.Handler {
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Logger:                 logr.Discard(),
+		Logger:                 log,
 	})
 	require.NoError(tb, err)
 	require.NoError(tb, Register(mgr, cfg))
