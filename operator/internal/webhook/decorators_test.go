@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/metrics"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/webhook/defaulting"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/webhook/validation"
@@ -151,19 +152,19 @@ func TestLeaseAware(t *testing.T) {
 		assert.Equal(t, 2, requests(hook, admissionv1.Create, metrics.ResultSkipped))
 	})
 
-	t.Run("M7/excluded namespace: no mutation", func(t *testing.T) {
+	t.Run("M7/excluded namespace: no patch", func(t *testing.T) {
 		const mhook = "mutate-test-leaseaware"
-		d := ObservedDefaulter(mhook, "DynamoGraphDeployment", log,
-			LeaseAwareDefaulter(namespaceSet{"team-a": true}, log, admission.Defaulter[*v1alpha1.DynamoGraphDeployment](defaulting.GraphDeployment{OperatorVersion: "v9"})))
+		p := ObservedPatcher(mhook, "DynamoGraphDeployment", log,
+			LeaseAwarePatcher(namespaceSet{"team-a": true}, log, Patcher[*v1alpha1.DynamoGraphDeployment](defaulting.GraphDeployment{OperatorVersion: "v9"})))
 
-		skipped := graph("team-a")
-		require.NoError(t, d.Default(createRequest("team-a"), skipped))
-		assert.Nil(t, skipped.Annotations)
+		patch, err := p.Patch(createRequest("team-a"), graph("team-a"))
+		require.NoError(t, err)
+		assert.Empty(t, patch)
 		assert.Equal(t, 1, requests(mhook, admissionv1.Create, metrics.ResultSkipped))
 
-		stamped := graph("team-b")
-		require.NoError(t, d.Default(createRequest("team-b"), stamped))
-		assert.Equal(t, "v9", stamped.Annotations[v1alpha1.OperatorOriginVersionAnnotation])
+		patch, err = p.Patch(createRequest("team-b"), graph("team-b"))
+		require.NoError(t, err)
+		assert.Len(t, patch, 1)
 		assert.Equal(t, 1, requests(mhook, admissionv1.Create, metrics.ResultAllowed))
 		lines := logs.find("default")
 		require.Len(t, lines, 2)
@@ -171,14 +172,34 @@ func TestLeaseAware(t *testing.T) {
 		assert.Equal(t, metrics.ResultAllowed, lines[1]["result"])
 	})
 
+	t.Run("M7/excluded namespace: no defaulting", func(t *testing.T) {
+		const mhook = "mutate-test-leaseaware-defaulter"
+		d := ObservedDefaulter(mhook, "DynamoGraphDeploymentRequest", log,
+			LeaseAwareDefaulter(namespaceSet{"team-a": true}, log, admission.Defaulter[*v1beta1.DynamoGraphDeploymentRequest](defaulting.GraphDeploymentRequest{Image: "img"})))
+
+		skipped := &v1beta1.DynamoGraphDeploymentRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "r"}}
+		require.NoError(t, d.Default(createRequest("team-a"), skipped))
+		assert.Empty(t, skipped.Spec.Image)
+		assert.Equal(t, 1, requests(mhook, admissionv1.Create, metrics.ResultSkipped))
+
+		defaulted := &v1beta1.DynamoGraphDeploymentRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "r"}}
+		require.NoError(t, d.Default(createRequest("team-b"), defaulted))
+		assert.Equal(t, "img", defaulted.Spec.Image)
+		assert.Equal(t, 1, requests(mhook, admissionv1.Create, metrics.ResultAllowed))
+	})
+
 	t.Run("M2/nil exclusions skip nothing", func(t *testing.T) {
 		_, err := LeaseAwareValidator(nil, log, validation.GraphDeployment()).
 			ValidateCreate(createRequest("team-a"), graph("team-a", noServices))
 		require.Error(t, err)
-		obj := graph("team-a")
-		require.NoError(t, LeaseAwareDefaulter(nil, log, admission.Defaulter[*v1alpha1.DynamoGraphDeployment](defaulting.GraphDeployment{OperatorVersion: "v9"})).
-			Default(createRequest("team-a"), obj))
-		assert.Equal(t, "v9", obj.Annotations[v1alpha1.OperatorOriginVersionAnnotation])
+		patch, err := LeaseAwarePatcher(nil, log, Patcher[*v1alpha1.DynamoGraphDeployment](defaulting.GraphDeployment{OperatorVersion: "v9"})).
+			Patch(createRequest("team-a"), graph("team-a"))
+		require.NoError(t, err)
+		assert.Len(t, patch, 1)
+		r := &v1beta1.DynamoGraphDeploymentRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "r"}}
+		require.NoError(t, LeaseAwareDefaulter(nil, log, admission.Defaulter[*v1beta1.DynamoGraphDeploymentRequest](defaulting.GraphDeploymentRequest{Image: "img"})).
+			Default(createRequest("team-a"), r))
+		assert.Equal(t, "img", r.Spec.Image)
 	})
 }
 
@@ -234,10 +255,11 @@ func TestObserved(t *testing.T) {
 
 	t.Run("internal failures are errors, not denials", func(t *testing.T) {
 		const hook = "mutate-test-observed-error"
-		// Without an admission request the defaulter cannot tell create from update.
-		d := ObservedDefaulter(hook, "DynamoGraphDeployment", log,
-			admission.Defaulter[*v1alpha1.DynamoGraphDeployment](defaulting.GraphDeployment{OperatorVersion: "v9"}))
-		require.Error(t, d.Default(context.Background(), graph("team-a")))
+		// Without an admission request the rule cannot tell create from update.
+		p := ObservedPatcher(hook, "DynamoGraphDeployment", log,
+			Patcher[*v1alpha1.DynamoGraphDeployment](defaulting.GraphDeployment{OperatorVersion: "v9"}))
+		_, err := p.Patch(context.Background(), graph("team-a"))
+		require.Error(t, err)
 		assert.Equal(t, 1, requests(hook, "", metrics.ResultError), "no request, no operation")
 		lines := logs.find("default")
 		require.NotEmpty(t, lines)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"gomodules.xyz/jsonpatch/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -27,6 +28,14 @@ func LatencyInjectedDefaulter[T client.Object](delay time.Duration, next admissi
 		return next
 	}
 	return latencyDefaulter[T]{delay: delay, next: next}
+}
+
+// LatencyInjectedPatcher is LatencyInjectedValidator for patchers.
+func LatencyInjectedPatcher[T client.Object](delay time.Duration, next Patcher[T]) Patcher[T] {
+	if delay <= 0 {
+		return next
+	}
+	return latencyPatcher[T]{delay: delay, next: next}
 }
 
 // injectDelay sleeps for delay unless ctx ends first.
@@ -77,4 +86,16 @@ func (l latencyDefaulter[T]) Default(ctx context.Context, obj T) error {
 		return err
 	}
 	return l.next.Default(ctx, obj)
+}
+
+type latencyPatcher[T client.Object] struct {
+	delay time.Duration
+	next  Patcher[T]
+}
+
+func (l latencyPatcher[T]) Patch(ctx context.Context, obj T) ([]jsonpatch.JsonPatchOperation, error) {
+	if err := injectDelay(ctx, l.delay); err != nil {
+		return nil, err
+	}
+	return l.next.Patch(ctx, obj)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -41,6 +42,14 @@ func (c *countingDefaulter) Default(context.Context, *v1alpha1.DynamoGraphDeploy
 	return nil
 }
 
+// countingPatcher counts the calls that reach it.
+type countingPatcher struct{ calls atomic.Int32 }
+
+func (c *countingPatcher) Patch(context.Context, *v1alpha1.DynamoGraphDeployment) ([]jsonpatch.JsonPatchOperation, error) {
+	c.calls.Add(1)
+	return nil, nil
+}
+
 func TestLatencyInjection(t *testing.T) {
 	const delay = 150 * time.Millisecond
 	g := graph("team-a")
@@ -48,8 +57,10 @@ func TestLatencyInjection(t *testing.T) {
 	t.Run("T9/every operation is held for the delay, then reaches next", func(t *testing.T) {
 		next := &countingValidator{}
 		d := &countingDefaulter{}
+		p := &countingPatcher{}
 		v := LatencyInjectedValidator[*v1alpha1.DynamoGraphDeployment](delay, next)
 		def := LatencyInjectedDefaulter[*v1alpha1.DynamoGraphDeployment](delay, d)
+		pat := LatencyInjectedPatcher[*v1alpha1.DynamoGraphDeployment](delay, p)
 		calls := []struct {
 			name string
 			call func(context.Context) error
@@ -58,6 +69,7 @@ func TestLatencyInjection(t *testing.T) {
 			{"update", func(ctx context.Context) error { _, err := v.ValidateUpdate(ctx, g, g); return err }},
 			{"delete", func(ctx context.Context) error { _, err := v.ValidateDelete(ctx, g); return err }},
 			{"default", func(ctx context.Context) error { return def.Default(ctx, g) }},
+			{"patch", func(ctx context.Context) error { _, err := pat.Patch(ctx, g); return err }},
 		}
 		for _, c := range calls {
 			start := time.Now()
@@ -66,6 +78,7 @@ func TestLatencyInjection(t *testing.T) {
 		}
 		assert.EqualValues(t, 3, next.calls.Load())
 		assert.EqualValues(t, 1, d.calls.Load())
+		assert.EqualValues(t, 1, p.calls.Load())
 	})
 
 	t.Run("T9/a caller that gives up ends the call with its context error; next never runs", func(t *testing.T) {
@@ -84,8 +97,10 @@ func TestLatencyInjection(t *testing.T) {
 	t.Run("0 (the default) is inert: next is returned unchanged", func(t *testing.T) {
 		next := &countingValidator{}
 		d := &countingDefaulter{}
+		p := &countingPatcher{}
 		assert.Same(t, next, LatencyInjectedValidator[*v1alpha1.DynamoGraphDeployment](0, next).(*countingValidator))
 		assert.Same(t, d, LatencyInjectedDefaulter[*v1alpha1.DynamoGraphDeployment](0, d).(*countingDefaulter))
+		assert.Same(t, p, LatencyInjectedPatcher[*v1alpha1.DynamoGraphDeployment](0, p).(*countingPatcher))
 		assert.Same(t, next, LatencyInjectedValidator[*v1alpha1.DynamoGraphDeployment](-time.Second, next).(*countingValidator))
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	"gomodules.xyz/jsonpatch/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -27,6 +28,15 @@ func LeaseAwareDefaulter[T client.Object](exclusions ExclusionChecker, log logr.
 		return next
 	}
 	return leaseAwareDefaulter[T]{leaseAware: leaseAware{exclusions: exclusions, log: log}, next: next}
+}
+
+// LeaseAwarePatcher is LeaseAwareDefaulter for patchers: in an excluded namespace there is no
+// patch.
+func LeaseAwarePatcher[T client.Object](exclusions ExclusionChecker, log logr.Logger, next Patcher[T]) Patcher[T] {
+	if exclusions == nil {
+		return next
+	}
+	return leaseAwarePatcher[T]{leaseAware: leaseAware{exclusions: exclusions, log: log}, next: next}
 }
 
 type leaseAware struct {
@@ -87,6 +97,18 @@ func (l leaseAwareDefaulter[T]) Default(ctx context.Context, obj T) error {
 		return nil
 	}
 	return l.next.Default(ctx, obj)
+}
+
+type leaseAwarePatcher[T client.Object] struct {
+	leaseAware
+	next Patcher[T]
+}
+
+func (l leaseAwarePatcher[T]) Patch(ctx context.Context, obj T) ([]jsonpatch.JsonPatchOperation, error) {
+	if l.skip(ctx, obj) {
+		return nil, nil
+	}
+	return l.next.Patch(ctx, obj)
 }
 
 // namespaceOf is obj's namespace, or the request's when the object leaves it out (a create

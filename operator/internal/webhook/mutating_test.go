@@ -90,6 +90,13 @@ func asStored(t *testing.T, object []byte) *v1alpha1.DynamoGraphDeployment {
 	return &dgd
 }
 
+// The two shapes of the stamping patch: the annotations map with the one entry, or the entry
+// (its key's "/" escaped as "~1").
+const (
+	addAnnotations   = `[{"op":"add","path":"/metadata/annotations","value":{"nvidia.com/dynamo-operator-origin-version":"` + testOperatorVersion + `"}}]`
+	addOriginVersion = `[{"op":"add","path":"/metadata/annotations/nvidia.com~1dynamo-operator-origin-version","value":"` + testOperatorVersion + `"}]`
+)
+
 func TestMutatingGraphDeploymentStampsTheOriginVersion(t *testing.T) {
 	const key = v1alpha1.OperatorOriginVersionAnnotation
 	mux := servedMux(t)
@@ -99,11 +106,13 @@ func TestMutatingGraphDeploymentStampsTheOriginVersion(t *testing.T) {
 		object string
 		// want is the object's annotations once the patch is applied; nil: no patch at all.
 		want map[string]string
+		// patch, if given, is the patch exactly: one operation.
+		patch string
 	}{
-		{name: "A7/no annotations", object: apiServerDGD(""), want: stamped},
-		{name: "A7/other annotations are kept", object: apiServerDGD(`,"annotations":{"team":"a"}`), want: map[string]string{"team": "a", key: testOperatorVersion}},
-		{name: "A7/empty annotations", object: apiServerDGD(`,"annotations":{}`), want: stamped},
-		{name: "A7/annotations null", object: apiServerDGD(`,"annotations":null`), want: stamped},
+		{name: "A7/no annotations", object: apiServerDGD(""), want: stamped, patch: addAnnotations},
+		{name: "A7/other annotations are kept", object: apiServerDGD(`,"annotations":{"team":"a"}`), want: map[string]string{"team": "a", key: testOperatorVersion}, patch: addOriginVersion},
+		{name: "A7/empty annotations", object: apiServerDGD(`,"annotations":{}`), want: stamped, patch: addOriginVersion},
+		{name: "A7/annotations null", object: apiServerDGD(`,"annotations":null`), want: stamped, patch: addAnnotations},
 		{name: "A7/an origin version present is kept", object: apiServerDGD(`,"annotations":{"` + key + `":"v0.0.1-user"}`)},
 		{name: "A7/an empty origin version present is kept", object: apiServerDGD(`,"annotations":{"` + key + `":""}`)},
 		{name: "A7/unknown fields are left to the API server's pruning", object: `{"apiVersion":"nvidia.com/v1alpha1","kind":"DynamoGraphDeployment","extra":1,` +
@@ -130,6 +139,9 @@ func TestMutatingGraphDeploymentStampsTheOriginVersion(t *testing.T) {
 			}
 			require.NotNil(t, resp.PatchType)
 			assert.Equal(t, admissionv1.PatchTypeJSONPatch, *resp.PatchType)
+			if tc.patch != "" {
+				assert.JSONEq(t, tc.patch, string(resp.Patch))
+			}
 
 			got := patched(t, tc.object, resp)
 			want := asStored(t, []byte(tc.object))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,11 @@ func ObservedValidator[T client.Object](webhook, kind string, log logr.Logger, n
 // ObservedDefaulter is ObservedValidator for defaulters; it logs "default" lines.
 func ObservedDefaulter[T client.Object](webhook, kind string, log logr.Logger, next admission.Defaulter[T]) admission.Defaulter[T] {
 	return observedDefaulter[T]{observer: observer{webhook: webhook, kind: kind, log: log}, next: next}
+}
+
+// ObservedPatcher is ObservedDefaulter for patchers: the same "default" lines and metrics.
+func ObservedPatcher[T client.Object](webhook, kind string, log logr.Logger, next Patcher[T]) Patcher[T] {
+	return observedPatcher[T]{observer: observer{webhook: webhook, kind: kind, log: log}, next: next}
 }
 
 type observer struct {
@@ -175,12 +181,17 @@ func (o observedValidator[T]) ValidateDelete(ctx context.Context, obj T) (admiss
 	})
 }
 
-// operationLabel bounds the "operation" label: controller-runtime hands defaulters whatever
-// operation a request claims, and anyone who reaches the port can send a request.
-func operationLabel(op admissionv1.Operation) admissionv1.Operation {
-	switch op {
+// operationLabel is the "operation" label of a mutating call: the request's operation, bounded
+// (controller-runtime hands defaulters whatever operation a request claims, and anyone who
+// reaches the port can send a request); empty without a request.
+func operationLabel(ctx context.Context) admissionv1.Operation {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return ""
+	}
+	switch req.Operation {
 	case admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect:
-		return op
+		return req.Operation
 	default:
 		return "OTHER"
 	}
@@ -192,12 +203,23 @@ type observedDefaulter[T client.Object] struct {
 }
 
 func (o observedDefaulter[T]) Default(ctx context.Context, obj T) error {
-	var op admissionv1.Operation
-	if req, err := admission.RequestFromContext(ctx); err == nil {
-		op = operationLabel(req.Operation)
-	}
-	_, err := o.observe(ctx, "default", op, obj, func(ctx context.Context) (admission.Warnings, error) {
+	_, err := o.observe(ctx, "default", operationLabel(ctx), obj, func(ctx context.Context) (admission.Warnings, error) {
 		return nil, o.next.Default(ctx, obj)
 	})
 	return err
+}
+
+type observedPatcher[T client.Object] struct {
+	observer
+	next Patcher[T]
+}
+
+func (o observedPatcher[T]) Patch(ctx context.Context, obj T) ([]jsonpatch.JsonPatchOperation, error) {
+	var patch []jsonpatch.JsonPatchOperation
+	_, err := o.observe(ctx, "default", operationLabel(ctx), obj, func(ctx context.Context) (admission.Warnings, error) {
+		var err error
+		patch, err = o.next.Patch(ctx, obj)
+		return nil, err
+	})
+	return patch, err
 }

@@ -109,7 +109,7 @@ func Register(mgr ctrl.Manager, cfg Config) error {
 	}
 
 	log.Info("Registering mutating webhooks", "kinds", []string{"DynamoGraphDeployment", "DynamoGraphDeploymentRequest"})
-	if err := registerDefaulter(mgr, cfg, log, &v1alpha1.DynamoGraphDeployment{},
+	if err := registerPatcher(mgr, cfg, log, &v1alpha1.DynamoGraphDeployment{},
 		defaulting.GraphDeployment{OperatorVersion: cfg.OperatorVersion}); err != nil {
 		return err
 	}
@@ -165,6 +165,29 @@ func registerDefaulter[T client.Object](mgr ctrl.Manager, cfg Config, log logr.L
 		return fmt.Errorf("registering the mutating webhook for %s: %w", gvk.Kind, err)
 	}
 	return nil
+}
+
+// registerPatcher serves p for obj's kind, wrapped as Observed(LatencyInjected(LeaseAware(p))),
+// in the webhook and at the path controller-runtime's builder gives a defaulter of the kind
+// (the builder takes defaulters only).
+func registerPatcher[T client.Object](mgr ctrl.Manager, cfg Config, log logr.Logger, obj T, p Patcher[T]) error {
+	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
+	if err != nil {
+		return fmt.Errorf("registering a mutating webhook for %T: %w", obj, err)
+	}
+	wrapped := ObservedPatcher(webhookName("mutate", gvk.Kind), gvk.Kind, log,
+		LatencyInjectedPatcher(cfg.LatencyInjection, LeaseAwarePatcher(cfg.Exclusions, log, p)))
+	mgr.GetWebhookServer().Register(mutatePath(gvk), &admission.Webhook{
+		Handler:        newPatching(mgr.GetScheme(), obj, wrapped),
+		LogConstructor: requestLogger(gvk),
+	})
+	return nil
+}
+
+// mutatePath is where controller-runtime's builder serves a kind's mutating webhook, as the
+// markers above name it: /mutate-<group, dots as dashes>-<version>-<kind in lower case>.
+func mutatePath(gvk schema.GroupVersionKind) string {
+	return "/mutate-" + strings.ReplaceAll(gvk.Group, ".", "-") + "-" + gvk.Version + "-" + strings.ToLower(gvk.Kind)
 }
 
 // requestLogger is the LogConstructor of the admission webhooks: the logger controller-runtime

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -353,6 +354,22 @@ func TestA7Mutation(t *testing.T) {
 		obj.Annotations = map[string]string{v1alpha1.OperatorOriginVersionAnnotation: "v0.0.1"}
 		require.NoError(t, k8s.Create(ctx, obj))
 		assert.Equal(t, map[string]string{v1alpha1.OperatorOriginVersionAnnotation: "v0.0.1"}, obj.Annotations)
+	})
+	t.Run("A7/only the annotation is patched: the schema judges the graph as it was sent", func(t *testing.T) {
+		// A patch found by re-encoding the graph from the operator's Go types filled in a
+		// volume mount's missing name with "" and a multinode's missing nodeCount with 0.
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+			"metadata": map[string]any{"namespace": ns, "name": "as-sent"},
+			"spec": map[string]any{"backendFramework": "vllm", "services": map[string]any{"frontend": map[string]any{
+				"replicas": int64(1), "volumeMounts": []any{map[string]any{"mountPoint": "/models"}}, "multinode": map[string]any{},
+			}}},
+		}}
+		err := k8s.Create(ctx, obj)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "spec.services.frontend.volumeMounts[0].name: Required value")
+		assert.Contains(t, err.Error(), "spec.services.frontend.multinode.nodeCount: Required value")
+		assert.NotContains(t, err.Error(), "admission webhook")
 	})
 	t.Run("A7/request gets the default image (v1beta1)", func(t *testing.T) {
 		obj := dgdr(ns, "image")
