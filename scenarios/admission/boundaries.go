@@ -156,14 +156,10 @@ func blocksCEL(cause string) bool {
 
 // maskedByDefaulter are the schema rules of DynamoGraphDeployment ("<path> <problem>", as the
 // coverage test names them) the API server never gets to apply: the mutating webhook decodes
-// the graph into the operator's Go types and patches it with their encoding, so an omitted
-// required field arrives as its zero value (volumeMounts[].name "" is admitted, multinode {}
-// is refused as nodeCount 0) and a malformed quantity is refused by the decoder (`quantities
-// must match the regular expression …`). Their rows wait for the defaulter to patch only what
-// it sets.
+// the graph into the operator's Go types, as strictly as the hostile suite expects, and so
+// refuses a malformed quantity itself (`quantities must match the regular expression …`)
+// before the API server's schema validation runs.
 var maskedByDefaulter = []string{
-	"spec.services.*.multinode.nodeCount Required value",
-	"spec.services.*.volumeMounts[*].name Required value",
 	"spec.services.*.sharedMemory.size Invalid value",
 	"spec.pvcs[*].size Invalid value",
 }
