@@ -360,7 +360,7 @@ func followRun(ctx context.Context, c *suite.Cluster, p *corev1.Pod) *runLog {
 			return
 		}
 		defer func() { _ = rc.Close() }() // a log stream, read to its end
-		err = parseLog(p.Name, rc, func(e logEntry) {
+		err = readLog(p.Name, rc, func(e logEntry) {
 			r.mu.Lock()
 			r.entries = append(r.entries, e)
 			r.mu.Unlock()

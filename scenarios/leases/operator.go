@@ -1,7 +1,6 @@
 package leases
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/jsonlog"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
@@ -188,23 +188,12 @@ func (e logEntry) String() string {
 	return s
 }
 
-// parseLog keeps the JSON lines of a log; other lines (a panic trace, klog output) are skipped.
-func parseLog(pod string, r io.Reader, add func(logEntry)) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) == 0 || line[0] != '{' {
-			continue
-		}
-		var e logEntry
-		if json.Unmarshal(line, &e) != nil {
-			continue
-		}
+// readLog hands add every JSON line of pod's log r, with the pod's name.
+func readLog(pod string, r io.Reader, add func(logEntry)) error {
+	return jsonlog.Read(r, func(e logEntry) {
 		e.Pod = pod
 		add(e)
-	}
-	return sc.Err()
+	})
 }
 
 // readLogs reads the logs of every current pod of the operator once.
@@ -222,8 +211,8 @@ func (o operator) readLogs(ctx context.Context, c *suite.Cluster) ([]logEntry, e
 			}
 			return nil, fmt.Errorf("reading the log of %s pod %s/%s: %w", o, p.Namespace, p.Name, err)
 		}
-		err = parseLog(p.Name, rc, func(e logEntry) { out = append(out, e) })
-		_ = rc.Close() // a log stream, read to its end or to parseLog's error
+		err = readLog(p.Name, rc, func(e logEntry) { out = append(out, e) })
+		_ = rc.Close() // a log stream, read to its end or to readLog's error
 		if err != nil {
 			return nil, fmt.Errorf("reading the log of %s pod %s/%s: %w", o, p.Namespace, p.Name, err)
 		}
@@ -305,12 +294,12 @@ func (f *logFollower) stream(ctx context.Context, c *suite.Cluster, ns, pod stri
 			f.mu.Lock()
 			f.byPod[pod] = nil
 			f.mu.Unlock()
-			err = parseLog(pod, rc, func(e logEntry) {
+			err = readLog(pod, rc, func(e logEntry) {
 				f.mu.Lock()
 				f.byPod[pod] = append(f.byPod[pod], e)
 				f.mu.Unlock()
 			})
-			_ = rc.Close() // a log stream, read to its end or to parseLog's error
+			_ = rc.Close() // a log stream, read to its end or to readLog's error
 		}
 		if err != nil {
 			f.mu.Lock()

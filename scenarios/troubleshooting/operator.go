@@ -1,10 +1,8 @@
 package troubleshooting
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/jsonlog"
 	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
@@ -132,24 +131,6 @@ type logEntry struct {
 	Error     string `json:"error"`
 }
 
-// parseLog reads the JSON lines of a log; other lines (a panic, klog output) are skipped.
-func parseLog(raw []byte) []logEntry {
-	var out []logEntry
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 || line[0] != '{' {
-			continue
-		}
-		var e logEntry
-		if json.Unmarshal(line, &e) == nil {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // podLogs are the parsed logs of the operator container, by pod name.
 type podLogs map[string][]logEntry
 
@@ -169,7 +150,11 @@ func operatorLogs(ctx context.Context, c *suite.Cluster, r *install.Release) (po
 		if err != nil {
 			return nil, fmt.Errorf("reading the log of pod %s/%s container operator: %w", p.Namespace, p.Name, err)
 		}
-		out[p.Name] = parseLog(raw)
+		var entries []logEntry
+		// Only a line longer than jsonlog.MaxLine fails here (the operator writes none); the
+		// entries before it are still worth reading.
+		_ = jsonlog.Read(bytes.NewReader(raw), func(e logEntry) { entries = append(entries, e) })
+		out[p.Name] = entries
 	}
 	return out, nil
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/jsonlog"
 )
 
 func TestOverlayMergesWithoutTouchingItsInputs(t *testing.T) {
@@ -52,14 +54,13 @@ func TestDoctorReportHealthyNeedsExitZeroAndEveryCheck(t *testing.T) {
 	require.Error(t, err, "an empty report must be an error")
 }
 
-func TestParseLogKeepsJSONLinesOnly(t *testing.T) {
+func TestLogEntryHoldsWhatTheScenariosFind(t *testing.T) {
 	raw := strings.Join([]string{
 		`{"level":"info","logger":"webhook","msg":"validate create","kind":"DynamoGraphDeployment","name":"graph","namespace":"t1","result":"denied"}`,
-		`panic: something`,
-		``,
 		`{"level":"error","logger":"cert-controller","msg":"cert-controller: failed","error":"secrets is forbidden"}`,
 	}, "\n")
-	got := parseLog([]byte(raw))
+	var got []logEntry
+	require.NoError(t, jsonlog.Read(strings.NewReader(raw), func(e logEntry) { got = append(got, e) }))
 	require.Len(t, got, 2, "expected 2 entries, saw %d: %+v", len(got), got)
 	logs := podLogs{"pod": got}
 	n := len(logs.find(admissionLine("validate create", "t1", "graph")))
