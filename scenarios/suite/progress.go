@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/steps"
 )
 
 // progress prints what a suite is doing for a person watching: every line starts with the time
@@ -29,15 +31,7 @@ func (p *progress) printf(format string, args ...any) {
 
 // step runs fn as one named step and reports its outcome.
 func (p *progress) step(title string, fn func() error) error {
-	t0 := time.Now()
-	p.printf("• %s …", title)
-	err := fn()
-	if err != nil {
-		p.printf("✗ %s (%.1fs): %v", title, time.Since(t0).Seconds(), err)
-		return err
-	}
-	p.printf("✓ %s (%.1fs)", title, time.Since(t0).Seconds())
-	return nil
+	return steps.NewLog(p.writer()).Step(title, fn)
 }
 
 // writer is an io.Writer that prefixes the lines written to it (the provider's own step

@@ -1,6 +1,11 @@
-// Package steps prints a cluster provider's creation steps for a person, kind-style:
-// "• Starting control plane …" while a step runs (on a terminal), then
-// " ✓ Starting control plane  1.8s" or " ✗ …" when it ends.
+// Package steps prints the named steps of a long task for a person: what runs, whether it
+// passed (✓) or failed (✗), and how long it took. It has two layouts, one per kind of output:
+//
+//   - New, kind-style, for a cluster provider's creation steps: "• Starting control plane …"
+//     while a step runs (on a terminal), then " ✓ Starting control plane  1.8s" or " ✗ …";
+//   - NewLog, for a log whose other lines interleave with the steps (a suite's progress):
+//     "• Installing … …" when a step begins, "✓ Installing … (1.8s)" or "✗ … (1.8s): <error>"
+//     when it ends, each a line of its own.
 package steps
 
 import (
@@ -14,9 +19,12 @@ import (
 type Printer struct {
 	w   io.Writer
 	tty bool
+	// log selects NewLog's layout.
+	log bool
 }
 
-// New returns a Printer writing to w (nil discards).
+// New returns a Printer writing to w (nil discards) in kind's layout: a line per step once it
+// ended, title and duration in columns; on a terminal, the running step shows until then.
 func New(w io.Writer) *Printer {
 	if w == nil {
 		w = io.Discard
@@ -30,23 +38,47 @@ func New(w io.Writer) *Printer {
 	return p
 }
 
+// NewLog returns a Printer writing to w in a log's layout: a line when a step begins and a
+// line, with the error of a failed step, when it ends. Each line is one Write, so that a
+// writer that stamps lines (a suite's progress) sees whole lines.
+func NewLog(w io.Writer) *Printer { return &Printer{w: w, log: true} }
+
 // Step runs fn as one named step and reports its outcome and duration. Output is best effort: a
 // failed write to the terminal does not change the step's outcome.
 func (p *Printer) Step(title string, fn func() error) error {
 	t0 := time.Now()
-	if p.tty {
+	p.begin(title)
+	err := fn()
+	p.end(title, err, time.Since(t0))
+	return err
+}
+
+func (p *Printer) begin(title string) {
+	switch {
+	case p.log:
+		_, _ = fmt.Fprintf(p.w, "• %s …\n", title)
+	case p.tty:
 		_, _ = fmt.Fprintf(p.w, " • %s …", title)
 	}
-	err := fn()
+}
+
+func (p *Printer) end(title string, err error, took time.Duration) {
 	mark := "✓"
 	if err != nil {
 		mark = "✗"
 	}
+	if p.log {
+		if err != nil {
+			_, _ = fmt.Fprintf(p.w, "%s %s (%.1fs): %v\n", mark, title, took.Seconds(), err)
+			return
+		}
+		_, _ = fmt.Fprintf(p.w, "%s %s (%.1fs)\n", mark, title, took.Seconds())
+		return
+	}
 	if p.tty {
 		_, _ = fmt.Fprint(p.w, "\r\033[K")
 	}
-	_, _ = fmt.Fprintf(p.w, " %s %-54s %5.1fs\n", mark, title, time.Since(t0).Seconds())
-	return err
+	_, _ = fmt.Fprintf(p.w, " %s %-54s %5.1fs\n", mark, title, took.Seconds())
 }
 
 // Printf prints a line that is not a step.
