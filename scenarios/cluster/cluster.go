@@ -109,45 +109,104 @@ type Backend interface {
 // StartFunc creates (or reuses, or connects to) the cluster a request asks for.
 type StartFunc func(ctx context.Context, req Request) (*Handle, error)
 
+// DefaultProvider runs when neither --provider nor GAUNTLET_PROVIDER names another.
+const DefaultProvider = "local"
+
+// DefaultName names the cluster of gauntlet-cluster (make cluster-up) when none is given.
+const DefaultName = "gauntlet"
+
+// Provider is what a provider registers under its name: how it gives a suite its cluster, what
+// it does at the command line, and what a caller must know of it without naming it.
+type Provider struct {
+	// Start gives a suite its cluster.
+	Start StartFunc
+	// Clusters serves gauntlet-cluster (make cluster-up, cluster-down, …).
+	Clusters Clusters
+	// OperatorCoverage says Start honours Request.CoverDir: the operator's processes write
+	// their coverage counters on this host.
+	OperatorCoverage bool
+	// HostPreparation, when set, lists the workspace's scripts (a path below the workspace,
+	// then its arguments) that prepare this host for the provider's clusters of the Kubernetes
+	// version in K8S_VERSION, beyond the control-plane binaries every provider's run builds.
+	HostPreparation func() [][]string
+}
+
+// Clusters is what a provider does for a person at the command line, on clusters that outlive
+// the command. Each method says what it did on out, or returns why it could not.
+type Clusters interface {
+	// Up creates the cluster req names and says how to use it; a provider that creates no
+	// cluster checks the one it would run on.
+	Up(ctx context.Context, req UpRequest) error
+	// Down deletes the cluster and checks that nothing of it is left.
+	Down(ctx context.Context, name string, out io.Writer) error
+	// ExportLogs copies every log the provider keeps of the cluster into dir.
+	ExportLogs(ctx context.Context, name, dir string) error
+	// List names the provider's clusters on this host.
+	List() ([]string, error)
+	// LoadImages copies Docker images of this host into the cluster's nodes.
+	LoadImages(ctx context.Context, name string, images []string, out io.Writer) error
+}
+
+// UpRequest is what `gauntlet-cluster up` asks of a provider.
+type UpRequest struct {
+	// Name of the cluster.
+	Name string
+	// ConfigFile is the provider's own cluster configuration; "" derives it.
+	ConfigFile string
+	// CertManager asks for cert-manager's controllers and cainjector.
+	CertManager bool
+	// WithoutNode starts the control plane only (local).
+	WithoutNode bool
+	// RetainOnFailure keeps what a failed creation made, for debugging (local).
+	RetainOnFailure bool
+	// Out receives the steps and how to use the cluster.
+	Out io.Writer
+}
+
 var (
 	mu        sync.Mutex
-	providers = map[string]StartFunc{}
+	providers = map[string]Provider{}
 )
 
 // Register makes a provider available by name; a second registration of a name panics.
-func Register(name string, start StartFunc) {
+func Register(name string, p Provider) {
 	mu.Lock()
 	defer mu.Unlock()
 	if _, dup := providers[name]; dup {
 		panic("cluster provider " + name + " registered twice")
 	}
-	providers[name] = start
+	providers[name] = p
 }
 
 // Lookup returns the provider registered under name, or an error naming the known ones.
-func Lookup(name string) (StartFunc, error) {
+func Lookup(name string) (Provider, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	if start, ok := providers[name]; ok {
-		return start, nil
+	if p, ok := providers[name]; ok {
+		return p, nil
 	}
 	if len(providers) == 0 {
-		return nil, fmt.Errorf("unknown provider %q: no provider is linked in (import github.com/gauntlet-dev/gauntlet/scenarios/cluster/providers)", name)
+		return Provider{}, fmt.Errorf("unknown provider %q: no provider is linked in (import github.com/gauntlet-dev/gauntlet/scenarios/cluster/providers)", name)
 	}
-	return nil, fmt.Errorf("unknown provider %q (want one of %s)", name, strings.Join(names(), ", "))
+	return Provider{}, fmt.Errorf("unknown provider %q (want one of %s)", name, strings.Join(names(func(Provider) bool { return true }), ", "))
 }
 
 // Names lists the registered providers.
-func Names() []string {
+func Names() []string { return NamesWith(func(Provider) bool { return true }) }
+
+// NamesWith lists the registered providers that have what has asks for.
+func NamesWith(has func(Provider) bool) []string {
 	mu.Lock()
 	defer mu.Unlock()
-	return names()
+	return names(has)
 }
 
-func names() []string {
-	names := make([]string, 0, len(providers))
-	for n := range providers {
-		names = append(names, n)
+func names(has func(Provider) bool) []string {
+	var names []string
+	for n, p := range providers {
+		if has(p) {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return names

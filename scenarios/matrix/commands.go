@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/kind"
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 )
 
@@ -26,16 +26,16 @@ type Commands struct {
 
 var _ Steps = Commands{}
 
-// Prepare builds (or finds cached) the version's control-plane binaries and, for kind, checks
-// that the host runs privileged containers and builds the version's node image — unless
-// KIND_NODE_IMAGE names one (a stock kindest/node image, pulled beforehand).
+// Prepare builds (or finds cached) the version's control-plane binaries, then runs what the
+// provider needs on this host for that version (kind: a host check and the node image).
 func (c Commands) Prepare(ctx context.Context, version, provider string, log io.Writer) error {
+	p, err := cluster.Lookup(provider)
+	if err != nil {
+		return err
+	}
 	scripts := [][]string{{"hack/control-plane.sh"}}
-	if provider == "kind" {
-		scripts = append(scripts, []string{"hack/kind-host.sh", "check"})
-		if os.Getenv(kind.NodeImageEnv) == "" {
-			scripts = append(scripts, []string{"hack/kind-node-image.sh"})
-		}
+	if p.HostPreparation != nil {
+		scripts = append(scripts, p.HostPreparation()...)
 	}
 	for _, s := range scripts {
 		if err := c.run(ctx, log, []string{"K8S_VERSION=" + version}, filepath.Join(c.Root, s[0]), s[1:]...); err != nil {

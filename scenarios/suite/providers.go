@@ -8,13 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
 )
-
-// DefaultProvider runs when neither --provider nor GAUNTLET_PROVIDER names another.
-const DefaultProvider = "local"
 
 // DefaultKubernetesVersion is the version clusters run unless --kubernetes-version says otherwise.
 const DefaultKubernetesVersion = workspace.KubernetesVersion
@@ -39,7 +37,7 @@ type options struct {
 }
 
 func (o *options) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.provider, "provider", envOr("GAUNTLET_PROVIDER", DefaultProvider), "Cluster provider: local, kind or existing (env GAUNTLET_PROVIDER).")
+	fs.StringVar(&o.provider, "provider", envOr("GAUNTLET_PROVIDER", cluster.DefaultProvider), "Cluster provider: local, kind or existing (env GAUNTLET_PROVIDER).")
 	fs.StringVar(&o.kubernetesVersion, "kubernetes-version", envOr("K8S_VERSION", DefaultKubernetesVersion), "Kubernetes version of the cluster (env K8S_VERSION).")
 	fs.BoolVar(&o.keepCluster, "keep-cluster", os.Getenv("KEEP_CLUSTER") == "1", "Keep the cluster after the suite and reuse it next time (env KEEP_CLUSTER=1).")
 	fs.StringVar(&o.operatorVersion, "operator-version", envOr("GAUNTLET_OPERATOR_VERSION", DefaultOperatorVersion), "Version stamped into the operator under test (env GAUNTLET_OPERATOR_VERSION).")
@@ -58,7 +56,8 @@ func envOr(key, def string) string {
 
 // complete fills the derived defaults and rejects unknown values.
 func (o *options) complete(suite string) error {
-	if _, err := cluster.Lookup(o.provider); err != nil {
+	provider, err := cluster.Lookup(o.provider)
+	if err != nil {
 		return err
 	}
 	n, err := ParseStress(o.stressArg)
@@ -67,8 +66,9 @@ func (o *options) complete(suite string) error {
 	}
 	o.stress = n
 	if o.coverDir != "" {
-		if o.provider != DefaultProvider {
-			return fmt.Errorf("--cover-dir: operator coverage is collected on the %s provider only (the operator's processes write it on the host when they exit); run with --provider=%s, or drop --cover-dir (COVER=1)", DefaultProvider, DefaultProvider)
+		if !provider.OperatorCoverage {
+			covering := strings.Join(cluster.NamesWith(func(p cluster.Provider) bool { return p.OperatorCoverage }), " or ")
+			return fmt.Errorf("--cover-dir: operator coverage is collected on the %s provider only (the operator's processes write it on the host when they exit); run with --provider=%s, or drop --cover-dir (COVER=1)", covering, covering)
 		}
 		if o.keepCluster {
 			return errors.New("--cover-dir with --keep-cluster: a kept cluster's operator never exits, so its coverage is never written; drop one of them (COVER=1 or KEEP_CLUSTER=1)")
@@ -102,11 +102,11 @@ func (o *options) complete(suite string) error {
 
 // startCluster asks the chosen provider for the suite's cluster and connects to it.
 func startCluster(ctx context.Context, o options, certManager bool, pr *progress) (*Cluster, bool, error) {
-	start, err := cluster.Lookup(o.provider)
+	provider, err := cluster.Lookup(o.provider)
 	if err != nil {
 		return nil, false, err
 	}
-	h, err := start(ctx, cluster.Request{
+	h, err := provider.Start(ctx, cluster.Request{
 		Name:              o.clusterName,
 		KubernetesVersion: o.kubernetesVersion,
 		OperatorVersion:   o.operatorVersion,

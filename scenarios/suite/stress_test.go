@@ -15,16 +15,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 )
 
 func TestStressFlag(t *testing.T) {
 	for arg, want := range map[string]int{"": 0, "0": 0, "2": 2, "16": 16} {
-		o := options{provider: DefaultProvider, output: t.TempDir(), stressArg: arg}
+		o := options{provider: cluster.DefaultProvider, output: t.TempDir(), stressArg: arg}
 		require.NoError(t, o.complete("x"), "--stress=%q: expected it accepted", arg)
 		assert.Equal(t, want, o.stress, "--stress=%q: expected %d workers, saw %d", arg, want, o.stress)
 	}
 	for _, arg := range []string{"-1", "two", "1.5", "2x", " 2"} {
-		o := options{provider: DefaultProvider, output: t.TempDir(), stressArg: arg}
+		o := options{provider: cluster.DefaultProvider, output: t.TempDir(), stressArg: arg}
 		err := o.complete("x")
 		want := "--stress (env GAUNTLET_STRESS, make STRESS=N): " + strconv.Quote(arg) + " is not a number of CPU-bound worker processes: want a whole number, 0 (none, the default) or more"
 		require.ErrorContains(t, err, want, "--stress=%q: expected an error naming the flag and the accepted values, saw %v", arg, err)
@@ -123,7 +125,7 @@ func TestStressHelper(t *testing.T) {
 	if os.Getenv(stressHelperEnv) == "" {
 		t.Skip("run by TestStressWorkersDieWithTheSuite")
 	}
-	s := &Suite{spec: Spec{Name: "stress"}, progress: newProgress(os.Stdout), opts: options{provider: DefaultProvider, clusterName: "e2e-stress", stress: 2}}
+	s := &Suite{spec: Spec{Name: "stress"}, progress: newProgress(os.Stdout), opts: options{provider: cluster.DefaultProvider, clusterName: "e2e-stress", stress: 2}}
 	stop := s.deleteClusterOnInterrupt()
 	defer stop()
 	require.NoError(t, s.startStress())

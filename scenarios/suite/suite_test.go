@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,14 +42,25 @@ func TestProviderChoice(t *testing.T) {
 		err := o.complete("x")
 		require.ErrorContains(t, err, want, "--provider=%s: expected an error containing %q, saw %v", provider, want, err)
 	}
-	o := options{provider: DefaultProvider, output: t.TempDir()}
+	o := options{provider: cluster.DefaultProvider, output: t.TempDir()}
 	err := o.complete("autocert")
 	require.NoError(t, err, "--provider=local: expected a per-run cluster name e2e-autocert-<pid>, saw %q (%v)", o.clusterName, err)
 	assert.True(t, strings.HasPrefix(o.clusterName, "e2e-autocert-"), "--provider=local: expected a per-run cluster name e2e-autocert-<pid>, saw %q (%v)", o.clusterName, err)
-	kept := options{provider: DefaultProvider, output: t.TempDir(), keepCluster: true}
+	kept := options{provider: cluster.DefaultProvider, output: t.TempDir(), keepCluster: true}
 	err = kept.complete("autocert")
 	require.NoError(t, err, "KEEP_CLUSTER=1: expected the stable name e2e-autocert (so the next run reuses it), saw %q (%v)", kept.clusterName, err)
 	assert.Equal(t, "e2e-autocert", kept.clusterName, "KEEP_CLUSTER=1: expected the stable name e2e-autocert (so the next run reuses it), saw %q (%v)", kept.clusterName, err)
+}
+
+func TestOperatorCoverageOnlyWhereTheProviderCollectsIt(t *testing.T) {
+	for _, provider := range []string{"kind", "existing"} {
+		o := options{provider: provider, output: t.TempDir(), coverDir: t.TempDir()}
+		err := o.complete("autocert")
+		require.EqualError(t, err, "--cover-dir: operator coverage is collected on the local provider only (the operator's processes write it on the host when they exit); run with --provider=local, or drop --cover-dir (COVER=1)", "--provider=%s", provider)
+	}
+	o := options{provider: "local", output: t.TempDir(), coverDir: t.TempDir()}
+	require.NoError(t, o.complete("autocert"))
+	assert.Equal(t, "autocert", filepath.Base(o.coverDir), "one coverage directory per suite")
 }
 
 func TestScenariosAreSelectedByCertMode(t *testing.T) {

@@ -35,7 +35,7 @@ const (
 	CertManagerNamespaceEnv = "CERT_MANAGER_NAMESPACE"
 )
 
-func init() { cluster.Register(ProviderName, start) }
+func init() { cluster.Register(ProviderName, cluster.Provider{Start: start, Clusters: commandLine{}}) }
 
 func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	kubeconfig, err := kubeconfigPath()
@@ -47,6 +47,31 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	if !ok {
 		return nil, fmt.Errorf("PROVIDER=existing needs %s=<repository>:<tag> of the operator under test, pullable by the cluster's nodes or preloaded on them, built with the same VERSION (got %q)", ImageEnv, image)
 	}
+	b, err := connect(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if err := req.Step("Checking the existing cluster at "+kubeconfig, func() error { return checkUntouched(ctx, b.kube, b.installer) }); err != nil {
+		return nil, err
+	}
+	h := &cluster.Handle{
+		Kubeconfig:     kubeconfig,
+		OperatorValues: map[string]any{"image": map[string]any{"repository": repo, "tag": tag}},
+		Backend:        b,
+	}
+	if req.CertManager {
+		ns := certManagerNamespace()
+		if err := req.Step(checkingCertManager(ns), func() error { return certmanager.WaitReady(ctx, b.rest, ns, time.Minute) }); err != nil {
+			return nil, fmt.Errorf("this suite needs cert-manager on the existing cluster: %w (install cert-manager, or set %s)", err, CertManagerNamespaceEnv)
+		}
+		h.CertManagerNamespace = ns
+		b.probeIssuerNamespace = ns
+	}
+	return h, nil
+}
+
+// connect makes the clients of the cluster kubeconfig names.
+func connect(kubeconfig string) (*backend, error) {
 	installer, err := install.NewInstaller(kubeconfig)
 	if err != nil {
 		return nil, err
@@ -59,28 +84,21 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := req.Step("Checking the existing cluster at "+kubeconfig, func() error { return checkUntouched(ctx, kube, installer) }); err != nil {
-		return nil, err
+	return &backend{kube: kube, rest: rc, installer: installer}, nil
+}
+
+// certManagerNamespace is cert-manager's cluster resource namespace: CERT_MANAGER_NAMESPACE,
+// or cert-manager.
+func certManagerNamespace() string {
+	if ns := os.Getenv(CertManagerNamespaceEnv); ns != "" {
+		return ns
 	}
-	h := &cluster.Handle{
-		Kubeconfig:     kubeconfig,
-		OperatorValues: map[string]any{"image": map[string]any{"repository": repo, "tag": tag}},
-		Backend:        &backend{kube: kube, rest: rc, installer: installer},
-	}
-	if req.CertManager {
-		ns := os.Getenv(CertManagerNamespaceEnv)
-		if ns == "" {
-			ns = "cert-manager"
-		}
-		if err := req.Step("Checking cert-manager (a probe Issuer in "+ns+" is Ready)", func() error {
-			return certmanager.WaitReady(ctx, rc, ns, time.Minute)
-		}); err != nil {
-			return nil, fmt.Errorf("this suite needs cert-manager on the existing cluster: %w (install cert-manager, or set %s)", err, CertManagerNamespaceEnv)
-		}
-		h.CertManagerNamespace = ns
-		h.Backend.(*backend).probeIssuerNamespace = ns
-	}
-	return h, nil
+	return "cert-manager"
+}
+
+// checkingCertManager is the title of the step that checks cert-manager in namespace ns.
+func checkingCertManager(ns string) string {
+	return "Checking cert-manager (a probe Issuer in " + ns + " is Ready)"
 }
 
 // kubeconfigPath is the first file of $KUBECONFIG, which must exist.

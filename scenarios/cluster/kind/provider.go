@@ -30,7 +30,7 @@ import (
 )
 
 // DefaultName is the cluster name used when none is given.
-const DefaultName = "gauntlet"
+const DefaultName = cluster.DefaultName
 
 // DefaultKubernetesVersion is the version whose node image is built when none is asked for.
 const DefaultKubernetesVersion = workspace.KubernetesVersion

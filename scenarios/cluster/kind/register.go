@@ -25,7 +25,19 @@ const ProviderName = "kind"
 // kindest/node:v1.37.0 on a machine with a registry.
 const NodeImageEnv = "KIND_NODE_IMAGE"
 
-func init() { cluster.Register(ProviderName, start) }
+func init() {
+	cluster.Register(ProviderName, cluster.Provider{Start: start, Clusters: commandLine{}, HostPreparation: hostPreparation})
+}
+
+// hostPreparation checks that the host runs privileged containers and builds the version's
+// node image — unless KIND_NODE_IMAGE names one (a stock kindest/node image, pulled beforehand).
+func hostPreparation() [][]string {
+	scripts := [][]string{{"hack/kind-host.sh", "check"}}
+	if os.Getenv(NodeImageEnv) == "" {
+		scripts = append(scripts, []string{"hack/kind-node-image.sh"})
+	}
+	return scripts
+}
 
 // start gives a suite its kind cluster: it builds the operator image the chart's defaults
 // name, then creates the cluster (loading the image) or reuses the kept one.

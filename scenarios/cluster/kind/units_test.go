@@ -88,3 +88,10 @@ func TestWorkersConfigIsValid(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, c.Nodes, 2)
 }
+
+func TestHostPreparationBuildsTheNodeImageUnlessOneIsNamed(t *testing.T) {
+	t.Setenv(NodeImageEnv, "")
+	assert.Equal(t, [][]string{{"hack/kind-host.sh", "check"}, {"hack/kind-node-image.sh"}}, hostPreparation())
+	t.Setenv(NodeImageEnv, "kindest/node:v1.37.2")
+	assert.Equal(t, [][]string{{"hack/kind-host.sh", "check"}}, hostPreparation(), "a named node image is used as it is")
+}

@@ -34,7 +34,7 @@ import (
 )
 
 // DefaultName is the cluster name used when none is given.
-const DefaultName = "gauntlet"
+const DefaultName = cluster.DefaultName
 
 // Provider creates, describes and destroys one local cluster.
 type Provider struct {

@@ -18,7 +18,9 @@ import (
 // ProviderName is the name suites choose this provider by (--provider=local).
 const ProviderName = "local"
 
-func init() { cluster.Register(ProviderName, start) }
+func init() {
+	cluster.Register(ProviderName, cluster.Provider{Start: start, Clusters: commandLine{}, OperatorCoverage: true})
+}
 
 // start gives a suite its local cluster: it builds the operator, then creates the cluster or
 // reuses the kept one.

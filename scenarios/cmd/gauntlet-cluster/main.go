@@ -1,7 +1,8 @@
-// Command gauntlet-cluster creates, deletes and inspects clusters of the local provider
-// (package scenarios/cluster/local: a real control plane plus a process node, no containers)
-// or, with --provider=kind, of the kind provider (scenarios/cluster/kind). The cluster outlives
-// this command; `down` removes everything it left.
+// Command gauntlet-cluster creates, deletes and inspects clusters that outlive it, of any
+// registered cluster provider (scenarios/cluster): local (scenarios/cluster/local: a real
+// control plane plus a process node, no containers) by default, kind
+// (scenarios/cluster/kind), or existing (scenarios/cluster/existing: the cluster KUBECONFIG
+// names, which it only checks and reads). `down` removes everything a cluster left.
 //
 //	gauntlet-cluster up   [--provider P] [--name N] [--config F] [--cert-manager] [--no-node] [--retain]
 //	gauntlet-cluster down [--provider P] [--name N]
@@ -12,26 +13,24 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/kind"
-	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
+	_ "github.com/gauntlet-dev/gauntlet/scenarios/cluster/providers"
 )
 
 const usage = `usage: gauntlet-cluster <command> [flags]
 
 commands:
-  up     create a local cluster and wait until it is ready
-  down   delete a local cluster (processes, mounts, listeners, state)
+  up     create a cluster and wait until it is ready (existing: check the cluster KUBECONFIG names)
+  down   delete a cluster and check nothing of it is left (local: processes, mounts, listeners, state)
   logs   export a cluster's logs (control plane, node, pods, cert-manager, objects)
   list   list clusters on this machine
   load   copy local Docker images into a kind cluster's nodes (kind load docker-image)
@@ -72,127 +71,48 @@ func main() {
 
 func up(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("up", flag.ExitOnError)
-	name := fs.String("name", envOr("GAUNTLET_CLUSTER", local.DefaultName), "cluster name (env GAUNTLET_CLUSTER)")
-	config := fs.String("config", "", "cluster config file (YAML, kind: LocalCluster); unset fields are derived")
-	certManager := fs.Bool("cert-manager", false, "install cert-manager's CRDs and run its controllers and cainjector")
-	noNode := fs.Bool("no-node", false, "start the control plane only (pods stay Pending)")
-	retain := fs.Bool("retain", false, "keep the cluster if creation fails, for debugging")
+	name := nameFlag(fs)
+	config := fs.String("config", "", "cluster config file (local: YAML, kind: LocalCluster; kind: a kind Cluster config); unset fields are derived")
+	certManager := fs.Bool("cert-manager", false, "install cert-manager's CRDs and run its controllers and cainjector (existing: check that it runs)")
+	noNode := fs.Bool("no-node", false, "start the control plane only (pods stay Pending; local)")
+	retain := fs.Bool("retain", false, "keep the cluster if creation fails, for debugging (local)")
 	provider := providerFlag(fs)
 	_ = fs.Parse(args)
-	if *provider == kind.ProviderName {
-		if *noNode || *retain {
-			return fmt.Errorf("--no-node and --retain are flags of the local provider")
-		}
-		return upKind(ctx, *name, *config, *certManager)
-	}
-
-	opts := []local.Option{local.WithProgress(os.Stdout)}
-	if *certManager {
-		opts = append(opts, local.WithCertManager())
-	}
-	if *noNode {
-		opts = append(opts, local.WithoutNode())
-	}
-	if *retain {
-		opts = append(opts, local.WithRetainOnFailure())
-	}
-	p := local.NewProvider()
-	p.WithName(*name).WithOpts(opts...)
-	var (
-		kubeconfig string
-		err        error
-	)
-	if *config != "" {
-		kubeconfig, err = p.CreateWithConfig(ctx, *config)
-	} else {
-		kubeconfig, err = p.Create(ctx)
-	}
+	clusters, err := clustersOf(*provider)
 	if err != nil {
 		return err
 	}
-	cfg, err := p.Config()
-	if err != nil {
-		return err
-	}
-	kubectl := "kubectl"
-	if _, err := exec.LookPath("kubectl"); err != nil {
-		kubectl = cfg.Binaries.Kubectl // the one built with the control plane
-	}
-	fmt.Printf(`
-Kubeconfig: %s
-  API server   https://127.0.0.1:%d     services %s    pods %s
-Try:
-  export KUBECONFIG=%s
-  %s get nodes,pods -A
-Logs:   make cluster-logs CLUSTER=%[7]s     (gauntlet-cluster logs --name %[7]s)
-Delete: make cluster-down CLUSTER=%[7]s     (gauntlet-cluster down --name %[7]s)
-`, kubeconfig, cfg.Ports.APIServer, cfg.ServiceCIDR, cfg.PodCIDR, kubeconfig, kubectl, cfg.Name)
-	return nil
+	return clusters.Up(ctx, cluster.UpRequest{
+		Name: *name, ConfigFile: *config, CertManager: *certManager, WithoutNode: *noNode, RetainOnFailure: *retain, Out: os.Stdout,
+	})
 }
 
 func down(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("down", flag.ExitOnError)
-	name := fs.String("name", envOr("GAUNTLET_CLUSTER", local.DefaultName), "cluster name (env GAUNTLET_CLUSTER)")
+	name := nameFlag(fs)
 	provider := providerFlag(fs)
 	_ = fs.Parse(args)
-	if *provider == kind.ProviderName {
-		p := kind.NewProvider()
-		p.WithName(*name)
-		if exists, err := p.Exists(); err != nil || !exists {
-			fmt.Printf("No kind cluster %q.\n", *name)
-			return err
-		}
-		if err := p.Destroy(ctx); err != nil {
-			return err
-		}
-		fmt.Printf("Deleted kind cluster %q.\n", *name)
-		return nil
-	}
-	if _, err := os.Stat(filepath.Join(local.StateRoot(), *name)); err != nil {
-		names, _ := local.Clusters()
-		fmt.Printf("No local cluster %q (clusters: %s).\n", *name, orNone(names))
-		// Still clean and check the host: an interrupted run may have left mounts or links.
-		left, err := local.CleanDeleted(*name)
-		if err != nil {
-			return fmt.Errorf("checking what cluster %q left on this host: %w", *name, err)
-		}
-		if len(left) > 0 {
-			return fmt.Errorf("cluster %q left behind:\n  %s", *name, strings.Join(left, "\n  "))
-		}
-		fmt.Printf("✓ Nothing of cluster %q is left on this host (processes, mounts, mount targets, listeners, links, state).\n", *name)
-		return nil
-	}
-	p := local.NewProvider()
-	p.WithName(*name).WithOpts(local.WithProgress(os.Stdout))
-	if err := p.Destroy(ctx); err != nil {
+	clusters, err := clustersOf(*provider)
+	if err != nil {
 		return err
 	}
-	fmt.Printf("Deleted cluster %q.\n", *name)
-	return nil
+	return clusters.Down(ctx, *name, os.Stdout)
 }
 
 func logs(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("logs", flag.ExitOnError)
-	name := fs.String("name", envOr("GAUNTLET_CLUSTER", local.DefaultName), "cluster name (env GAUNTLET_CLUSTER)")
+	name := nameFlag(fs)
 	dest := fs.String("dest", "", "directory to export into (default ./_artifacts/cluster-logs/<name>)")
 	provider := providerFlag(fs)
 	_ = fs.Parse(args)
 	if *dest == "" {
 		*dest = filepath.Join("_artifacts", "cluster-logs", *name)
 	}
-	var p interface {
-		ExportLogs(context.Context, string) error
+	clusters, err := clustersOf(*provider)
+	if err != nil {
+		return err
 	}
-	if *provider == kind.ProviderName {
-		kp := kind.NewProvider()
-		kp.WithName(*name)
-		p = kp
-	} else {
-		lp := local.NewProvider()
-		lp.WithName(*name)
-		p = lp
-	}
-	err := p.ExportLogs(ctx, *dest)
+	err = clusters.ExportLogs(ctx, *name, *dest)
 	abs, _ := filepath.Abs(*dest)
 	files := 0
 	_ = filepath.WalkDir(*dest, func(_ string, d os.DirEntry, err error) error {
@@ -210,11 +130,11 @@ func list(args []string) error {
 	fs := flag.NewFlagSet("list", flag.ExitOnError)
 	provider := providerFlag(fs)
 	_ = fs.Parse(args)
-	clusters := local.Clusters
-	if *provider == kind.ProviderName {
-		clusters = kind.NewProvider().List
+	clusters, err := clustersOf(*provider)
+	if err != nil {
+		return err
 	}
-	names, err := clusters()
+	names, err := clusters.List()
 	if err != nil {
 		return err
 	}
@@ -241,64 +161,34 @@ func listTop(w io.Writer, dir string) {
 
 func load(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("load", flag.ExitOnError)
-	name := fs.String("name", envOr("GAUNTLET_CLUSTER", local.DefaultName), "cluster name (env GAUNTLET_CLUSTER)")
+	name := nameFlag(fs)
 	provider := providerFlag(fs)
 	_ = fs.Parse(args)
-	if *provider != kind.ProviderName {
-		return fmt.Errorf("load copies images into kind nodes: use --provider=kind (a local cluster runs binaries, not images)")
-	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("load needs at least one image, e.g. gauntlet-cluster load --provider kind --name %s dynamo-operator:dev", *name)
-	}
-	p := kind.NewProvider()
-	p.WithName(*name)
-	if exists, err := p.Exists(); err != nil || !exists {
-		return errors.Join(err, fmt.Errorf("no kind cluster %q", *name))
-	}
-	if err := p.LoadImages(ctx, fs.Args()...); err != nil {
-		return err
-	}
-	fmt.Printf("Loaded %s into kind cluster %q.\n", strings.Join(fs.Args(), ", "), *name)
-	return nil
-}
-
-// providerFlag registers --provider: local (default) or kind.
-func providerFlag(fs *flag.FlagSet) *string {
-	p := fs.String("provider", envOr("GAUNTLET_PROVIDER", local.ProviderName), "cluster provider: local or kind (env GAUNTLET_PROVIDER)")
-	return p
-}
-
-// upKind creates a kind cluster (the offline node image is built when missing).
-func upKind(ctx context.Context, name, config string, certManager bool) error {
-	p := kind.NewProvider()
-	p.WithName(name).WithOpts(kind.WithProgress(os.Stdout))
-	if img := os.Getenv(kind.NodeImageEnv); img != "" {
-		p.WithOpts(kind.WithNodeImage(img))
-	}
-	if certManager {
-		p.WithOpts(kind.WithCertManager())
-	}
-	var (
-		kubeconfig string
-		err        error
-	)
-	if config != "" {
-		kubeconfig, err = p.CreateWithConfig(ctx, config)
-	} else {
-		kubeconfig, err = p.Create(ctx)
-	}
+	clusters, err := clustersOf(*provider)
 	if err != nil {
 		return err
 	}
-	fmt.Printf(`
-Kubeconfig: %s
-Try:
-  export KUBECONFIG=%[1]s
-  kubectl get nodes,pods -A
-Logs:   make cluster-logs PROVIDER=kind CLUSTER=%[2]s
-Delete: make cluster-down PROVIDER=kind CLUSTER=%[2]s
-`, kubeconfig, name)
-	return nil
+	return clusters.LoadImages(ctx, *name, fs.Args(), os.Stdout)
+}
+
+// clustersOf is what the provider registered under name does at the command line.
+func clustersOf(name string) (cluster.Clusters, error) {
+	p, err := cluster.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return p.Clusters, nil
+}
+
+// providerFlag registers --provider: any registered provider, local by default.
+func providerFlag(fs *flag.FlagSet) *string {
+	return fs.String("provider", envOr("GAUNTLET_PROVIDER", cluster.DefaultProvider),
+		"cluster provider: "+strings.Join(cluster.Names(), ", ")+" (env GAUNTLET_PROVIDER)")
+}
+
+// nameFlag registers --name.
+func nameFlag(fs *flag.FlagSet) *string {
+	return fs.String("name", envOr("GAUNTLET_CLUSTER", cluster.DefaultName), "cluster name (env GAUNTLET_CLUSTER)")
 }
 
 func envOr(key, def string) string {
@@ -306,11 +196,4 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
-}
-
-func orNone(names []string) string {
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
 }

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"syscall"
 
+	_ "github.com/gauntlet-dev/gauntlet/scenarios/cluster/providers" // Prepare asks the provider what the host needs
 	"github.com/gauntlet-dev/gauntlet/scenarios/matrix"
 	"github.com/gauntlet-dev/gauntlet/scenarios/report"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
