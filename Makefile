@@ -71,7 +71,7 @@ cluster-cli:
 	@go build -o $(CLUSTER_CLI) ./scenarios/cmd/gauntlet-cluster
 
 .PHONY: cluster-up
-cluster-up: control-plane cluster-cli ## Create cluster CLUSTER with PROVIDER (local|kind; CLUSTER_FLAGS: --cert-manager, --config=FILE, --no-node).
+cluster-up: control-plane cluster-cli ## Create cluster CLUSTER with PROVIDER (local|kind; existing: check KUBECONFIG's; CLUSTER_FLAGS: --cert-manager, --config=FILE, --no-node).
 	@$(CLUSTER_CLI) up --provider $(PROVIDER) --name $(CLUSTER) $(CLUSTER_FLAGS)
 
 .PHONY: cluster-down
@@ -101,7 +101,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; make test uses 5s
 	@hack/fuzz.sh $(FUZZTIME)
 
 # End-to-end suites: one directory per suite under e2e/ (a TestMain built on scenarios/suite).
-# PROVIDER (local|kind), K8S_VERSION, LABELS (e2e-framework --labels, e.g. scenario=C1),
+# PROVIDER (local|kind|existing), K8S_VERSION, LABELS (e2e-framework --labels, e.g. scenario=C1),
 # KEEP_CLUSTER=1 (keep the cluster and reuse it next run). Reports: _output/e2e/<suite>/.
 # COVER=1 runs a coverage-instrumented operator (local provider) and, in `make e2e`, ends with
 # the operator's coverage from the suites and from its own tests: _output/coverage/.
