@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/e2e-framework/support"
 )
 
 // Request is what a suite needs from a provider.
@@ -161,6 +162,15 @@ type UpRequest struct {
 	RetainOnFailure bool
 	// Out receives the steps and how to use the cluster.
 	Out io.Writer
+}
+
+// Create creates the cluster of p, an e2e-framework provider, from req.ConfigFile when one is
+// given, and returns its kubeconfig's path.
+func (req UpRequest) Create(ctx context.Context, p support.E2EClusterProvider) (string, error) {
+	if req.ConfigFile != "" {
+		return p.CreateWithConfig(ctx, req.ConfigFile)
+	}
+	return p.Create(ctx)
 }
 
 var (

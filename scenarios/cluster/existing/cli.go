@@ -23,11 +23,7 @@ func (commandLine) Up(ctx context.Context, req cluster.UpRequest) error {
 	if req.ConfigFile != "" || req.WithoutNode || req.RetainOnFailure {
 		return errors.New("--config, --no-node and --retain configure a cluster the provider creates; the existing provider creates none")
 	}
-	kubeconfig, err := kubeconfigPath()
-	if err != nil {
-		return err
-	}
-	b, err := connect(kubeconfig)
+	kubeconfig, b, err := connectToKubeconfig()
 	if err != nil {
 		return err
 	}
@@ -54,6 +50,16 @@ The existing provider deletes no cluster: a suite removes what it installed when
 	return err
 }
 
+// connectToKubeconfig connects to the cluster KUBECONFIG names.
+func connectToKubeconfig() (string, *backend, error) {
+	kubeconfig, err := kubeconfigPath()
+	if err != nil {
+		return "", nil, err
+	}
+	b, err := connect(kubeconfig)
+	return kubeconfig, b, err
+}
+
 // Down deletes nothing: the cluster is not the provider's to delete.
 func (commandLine) Down(_ context.Context, _ string, out io.Writer) error {
 	_, err := fmt.Fprintln(out, "The existing provider deletes no cluster: the one KUBECONFIG names stays as it is (a suite removes what it installed when it ends).")
@@ -62,11 +68,7 @@ func (commandLine) Down(_ context.Context, _ string, out io.Writer) error {
 
 // ExportLogs writes every pod's current log into dir.
 func (commandLine) ExportLogs(ctx context.Context, _ string, dir string) error {
-	kubeconfig, err := kubeconfigPath()
-	if err != nil {
-		return err
-	}
-	b, err := connect(kubeconfig)
+	_, b, err := connectToKubeconfig()
 	if err != nil {
 		return err
 	}

@@ -14,29 +14,28 @@ import (
 // commandLine is what gauntlet-cluster does with kind clusters.
 type commandLine struct{}
 
+// named is the provider of the kind cluster called name.
+func named(name string) *Provider {
+	p := NewProvider()
+	p.name = name
+	return p
+}
+
 // Up creates a kind cluster (the offline node image is built when missing) and prints how to
 // use it.
 func (commandLine) Up(ctx context.Context, req cluster.UpRequest) error {
 	if req.WithoutNode || req.RetainOnFailure {
 		return fmt.Errorf("--no-node and --retain are flags of the local provider")
 	}
-	p := NewProvider()
-	p.WithName(req.Name).WithOpts(WithProgress(req.Out))
+	p := named(req.Name)
+	p.WithOpts(WithProgress(req.Out))
 	if img := os.Getenv(NodeImageEnv); img != "" {
 		p.WithOpts(WithNodeImage(img))
 	}
 	if req.CertManager {
 		p.WithOpts(WithCertManager())
 	}
-	var (
-		kubeconfig string
-		err        error
-	)
-	if req.ConfigFile != "" {
-		kubeconfig, err = p.CreateWithConfig(ctx, req.ConfigFile)
-	} else {
-		kubeconfig, err = p.Create(ctx)
-	}
+	kubeconfig, err := req.Create(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -53,8 +52,7 @@ Delete: make cluster-down PROVIDER=kind CLUSTER=%[2]s
 
 // Down deletes the cluster's node containers and state.
 func (commandLine) Down(ctx context.Context, name string, out io.Writer) error {
-	p := NewProvider()
-	p.WithName(name)
+	p := named(name)
 	if exists, err := p.Exists(); err != nil || !exists {
 		_, _ = fmt.Fprintf(out, "No kind cluster %q.\n", name)
 		return err
@@ -68,9 +66,7 @@ func (commandLine) Down(ctx context.Context, name string, out io.Writer) error {
 
 // ExportLogs copies what `kind export logs` collects into dir.
 func (commandLine) ExportLogs(ctx context.Context, name, dir string) error {
-	p := NewProvider()
-	p.WithName(name)
-	return p.ExportLogs(ctx, dir)
+	return named(name).ExportLogs(ctx, dir)
 }
 
 // List names the kind clusters on this host.
@@ -81,8 +77,7 @@ func (commandLine) LoadImages(ctx context.Context, name string, images []string,
 	if len(images) == 0 {
 		return fmt.Errorf("load needs at least one image, e.g. gauntlet-cluster load --provider kind --name %s dynamo-operator:dev", name)
 	}
-	p := NewProvider()
-	p.WithName(name)
+	p := named(name)
 	if exists, err := p.Exists(); err != nil || !exists {
 		return errors.Join(err, fmt.Errorf("no kind cluster %q", name))
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
@@ -14,6 +13,13 @@ import (
 
 // commandLine is what gauntlet-cluster does with local clusters.
 type commandLine struct{}
+
+// named is the provider of the local cluster called name.
+func named(name string) *Provider {
+	p := NewProvider()
+	p.WithName(name)
+	return p
+}
 
 // Up creates the cluster and prints its kubeconfig, addresses and the commands to use it.
 func (commandLine) Up(ctx context.Context, req cluster.UpRequest) error {
@@ -27,17 +33,9 @@ func (commandLine) Up(ctx context.Context, req cluster.UpRequest) error {
 	if req.RetainOnFailure {
 		opts = append(opts, WithRetainOnFailure())
 	}
-	p := NewProvider()
-	p.WithName(req.Name).WithOpts(opts...)
-	var (
-		kubeconfig string
-		err        error
-	)
-	if req.ConfigFile != "" {
-		kubeconfig, err = p.CreateWithConfig(ctx, req.ConfigFile)
-	} else {
-		kubeconfig, err = p.Create(ctx)
-	}
+	p := named(req.Name)
+	p.WithOpts(opts...)
+	kubeconfig, err := req.Create(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -64,7 +62,7 @@ Delete: make cluster-down CLUSTER=%[7]s     (gauntlet-cluster down --name %[7]s)
 // Down deletes the cluster; with no cluster of that name it still cleans and checks the host,
 // since an interrupted run may have left mounts or links.
 func (commandLine) Down(ctx context.Context, name string, out io.Writer) error {
-	if _, err := os.Stat(filepath.Join(StateRoot(), name)); err != nil {
+	if _, err := os.Stat(newLayout(name).dir); err != nil {
 		names, _ := Clusters()
 		_, _ = fmt.Fprintf(out, "No local cluster %q (clusters: %s).\n", name, orNone(names))
 		left, err := CleanDeleted(name)
@@ -77,8 +75,8 @@ func (commandLine) Down(ctx context.Context, name string, out io.Writer) error {
 		_, err = fmt.Fprintf(out, "✓ Nothing of cluster %q is left on this host (processes, mounts, mount targets, listeners, links, state).\n", name)
 		return err
 	}
-	p := NewProvider()
-	p.WithName(name).WithOpts(WithProgress(out))
+	p := named(name)
+	p.WithOpts(WithProgress(out))
 	if err := p.Destroy(ctx); err != nil {
 		return err
 	}
@@ -88,9 +86,7 @@ func (commandLine) Down(ctx context.Context, name string, out io.Writer) error {
 
 // ExportLogs copies the control plane's, the node's and every pod's logs into dir.
 func (commandLine) ExportLogs(ctx context.Context, name, dir string) error {
-	p := NewProvider()
-	p.WithName(name)
-	return p.ExportLogs(ctx, dir)
+	return named(name).ExportLogs(ctx, dir)
 }
 
 // List names the local clusters on this host.

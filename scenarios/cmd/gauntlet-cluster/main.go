@@ -76,9 +76,7 @@ func up(ctx context.Context, args []string) error {
 	certManager := fs.Bool("cert-manager", false, "install cert-manager's CRDs and run its controllers and cainjector (existing: check that it runs)")
 	noNode := fs.Bool("no-node", false, "start the control plane only (pods stay Pending; local)")
 	retain := fs.Bool("retain", false, "keep the cluster if creation fails, for debugging (local)")
-	provider := providerFlag(fs)
-	_ = fs.Parse(args)
-	clusters, err := clustersOf(*provider)
+	clusters, _, err := parseProvider(fs, args)
 	if err != nil {
 		return err
 	}
@@ -90,9 +88,7 @@ func up(ctx context.Context, args []string) error {
 func down(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("down", flag.ExitOnError)
 	name := nameFlag(fs)
-	provider := providerFlag(fs)
-	_ = fs.Parse(args)
-	clusters, err := clustersOf(*provider)
+	clusters, _, err := parseProvider(fs, args)
 	if err != nil {
 		return err
 	}
@@ -103,14 +99,12 @@ func logs(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("logs", flag.ExitOnError)
 	name := nameFlag(fs)
 	dest := fs.String("dest", "", "directory to export into (default ./_artifacts/cluster-logs/<name>)")
-	provider := providerFlag(fs)
-	_ = fs.Parse(args)
-	if *dest == "" {
-		*dest = filepath.Join("_artifacts", "cluster-logs", *name)
-	}
-	clusters, err := clustersOf(*provider)
+	clusters, _, err := parseProvider(fs, args)
 	if err != nil {
 		return err
+	}
+	if *dest == "" {
+		*dest = filepath.Join("_artifacts", "cluster-logs", *name)
 	}
 	err = clusters.ExportLogs(ctx, *name, *dest)
 	abs, _ := filepath.Abs(*dest)
@@ -128,9 +122,7 @@ func logs(ctx context.Context, args []string) error {
 
 func list(args []string) error {
 	fs := flag.NewFlagSet("list", flag.ExitOnError)
-	provider := providerFlag(fs)
-	_ = fs.Parse(args)
-	clusters, err := clustersOf(*provider)
+	clusters, provider, err := parseProvider(fs, args)
 	if err != nil {
 		return err
 	}
@@ -142,7 +134,7 @@ func list(args []string) error {
 		fmt.Println(n)
 	}
 	if len(names) == 0 {
-		fmt.Printf("No %s clusters.\n", *provider)
+		fmt.Printf("No %s clusters.\n", provider)
 	}
 	return nil
 }
@@ -162,28 +154,24 @@ func listTop(w io.Writer, dir string) {
 func load(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("load", flag.ExitOnError)
 	name := nameFlag(fs)
-	provider := providerFlag(fs)
-	_ = fs.Parse(args)
-	clusters, err := clustersOf(*provider)
+	clusters, _, err := parseProvider(fs, args)
 	if err != nil {
 		return err
 	}
 	return clusters.LoadImages(ctx, *name, fs.Args(), os.Stdout)
 }
 
-// clustersOf is what the provider registered under name does at the command line.
-func clustersOf(name string) (cluster.Clusters, error) {
-	p, err := cluster.Lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	return p.Clusters, nil
-}
-
-// providerFlag registers --provider: any registered provider, local by default.
-func providerFlag(fs *flag.FlagSet) *string {
-	return fs.String("provider", envOr("GAUNTLET_PROVIDER", cluster.DefaultProvider),
+// parseProvider registers --provider on fs, parses args and returns what the chosen provider
+// does at the command line, and its name.
+func parseProvider(fs *flag.FlagSet, args []string) (cluster.Clusters, string, error) {
+	name := fs.String("provider", envOr("GAUNTLET_PROVIDER", cluster.DefaultProvider),
 		"cluster provider: "+strings.Join(cluster.Names(), ", ")+" (env GAUNTLET_PROVIDER)")
+	_ = fs.Parse(args) // flag.ExitOnError: a bad flag has ended the command
+	p, err := cluster.Lookup(*name)
+	if err != nil {
+		return nil, *name, err
+	}
+	return p.Clusters, *name, nil
 }
 
 // nameFlag registers --name.

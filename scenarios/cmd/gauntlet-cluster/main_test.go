@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,12 +11,17 @@ import (
 )
 
 func TestEveryProviderOfTheSuitesServesTheCommand(t *testing.T) {
-	for _, name := range []string{"local", "kind", "existing"} {
-		clusters, err := clustersOf(name)
-		require.NoError(t, err, "gauntlet-cluster --provider=%s", name)
-		assert.NotNil(t, clusters, "gauntlet-cluster --provider=%s", name)
-	}
+	t.Setenv("GAUNTLET_PROVIDER", "")
 	assert.Equal(t, []string{"existing", "kind", "local"}, cluster.Names(), "a provider a suite can choose is one gauntlet-cluster knows")
-	_, err := clustersOf("minikube")
+	for _, name := range cluster.Names() {
+		clusters, got, err := parseProvider(flag.NewFlagSet("up", flag.ContinueOnError), []string{"--provider", name})
+		require.NoError(t, err, "gauntlet-cluster up --provider %s", name)
+		assert.NotNil(t, clusters, "gauntlet-cluster up --provider %s", name)
+		assert.Equal(t, name, got)
+	}
+	_, got, err := parseProvider(flag.NewFlagSet("up", flag.ContinueOnError), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "local", got, "the default provider")
+	_, _, err = parseProvider(flag.NewFlagSet("up", flag.ContinueOnError), []string{"--provider", "minikube"})
 	require.EqualError(t, err, `unknown provider "minikube" (want one of existing, kind, local)`)
 }
