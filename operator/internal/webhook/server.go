@@ -55,13 +55,14 @@ const idleTimeout = apiServerIdleConnTimeout + 30*time.Second
 // after the reset arrived fails to write, and net/http retries a request of which nothing was
 // written on a new connection, so the window left is the reset's flight time (microseconds)
 // instead of the client's time to notice a FIN. A drain timeout above 90 s leaves none.
-// "Nothing has arrived" means nothing waits in the kernel and nothing more has been read off
-// the socket since the connection turned idle: net/http calls a connection idle until it has
-// read a whole request header, so a request it has begun to read off the socket looked idle,
-// was reset, and P4 lost it on kind (1 of 4,666 admissions, `read: connection reset by peer`,
-// under a busy machine's scheduling delay between the read and the header's end). For the same
-// reason the server outwaits the connections left before net/http's Shutdown, which would
-// close them.
+// "Nothing has arrived" means nothing waits in the kernel and nothing has been read off the
+// socket since the last response began to be written. The kernel's queue alone is not enough:
+// net/http reads ahead while it writes a response and calls a connection idle until it has
+// read a whole request header, so a request it had begun to read looked idle and was reset —
+// the likeliest cause of P4's one lost admission in 4,666 on kind (`read: connection reset by
+// peer`, on a busy machine, where a goroutine can stall between the read and the header's end).
+// For the same reason the server outwaits the connections left before net/http's Shutdown,
+// which would close them.
 type Server struct {
 	ctrlwebhook.Server
 	options      ctrlwebhook.Options
@@ -197,28 +198,20 @@ func (s *Server) StartedChecker() healthz.Checker {
 // connections tracks a server's open connections and their states (http.Server.ConnState).
 type connections struct {
 	mu    sync.Mutex
-	state map[net.Conn]connection
-}
-
-type connection struct {
-	state http.ConnState
-	// readAtIdle is how many bytes had been read off the socket when the connection turned idle.
-	readAtIdle int64
+	state map[net.Conn]http.ConnState
 }
 
 func (c *connections) track(conn net.Conn, state http.ConnState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.state == nil {
-		c.state = map[net.Conn]connection{}
+		c.state = map[net.Conn]http.ConnState{}
 	}
 	switch state {
 	case http.StateClosed, http.StateHijacked:
 		delete(c.state, conn)
-	case http.StateIdle:
-		c.state[conn] = connection{state: state, readAtIdle: bytesRead(conn)}
 	default:
-		c.state[conn] = connection{state: state}
+		c.state[conn] = state
 	}
 }
 
@@ -233,8 +226,8 @@ func (c *connections) count() int {
 func (c *connections) resetIdle() (reset, left int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for conn, tracked := range c.state {
-		if tracked.state == http.StateIdle && abortIfNothingArrived(conn, tracked.readAtIdle) {
+	for conn, state := range c.state {
+		if state == http.StateIdle && abortIfNothingArrived(conn) {
 			delete(c.state, conn)
 			reset++
 		}
@@ -242,12 +235,14 @@ func (c *connections) resetIdle() (reset, left int) {
 	return reset, len(c.state)
 }
 
-// abortIfNothingArrived closes conn with a TCP reset if no byte has arrived on it since it
-// turned idle, when readAtIdle bytes had been read off it: none waits to be read, none more
-// has been read (net/http calls a connection idle until it has read a whole request header, so
-// a request it has begun to read is served instead). Where the bytes waiting are not known, it
-// closes conn as net/http's Shutdown would (FIN). It reports whether it closed conn.
-func abortIfNothingArrived(conn net.Conn, readAtIdle int64) bool {
+// abortIfNothingArrived closes conn, an idle connection, with a TCP reset if nothing of a next
+// request has arrived on it: no byte waits to be read and none has been read off the socket
+// since the last response began to be written (a client sends its next request only once it
+// has the response; net/http reads ahead while it writes one, and calls a connection idle until
+// it has read a whole request header). A request it has begun to read is served instead. Where
+// the bytes waiting are not known, it closes conn as net/http's Shutdown would (FIN). It
+// reports whether it closed conn.
+func abortIfNothingArrived(conn net.Conn) bool {
 	counted, tcp := socketOf(conn)
 	if tcp == nil {
 		return false
@@ -255,13 +250,13 @@ func abortIfNothingArrived(conn net.Conn, readAtIdle int64) bool {
 	// The kernel's queue first, then what was read off it: bytes read in between are counted.
 	pending, err := unreadBytes(tcp)
 	if err != nil {
-		if counted.read.Load() != readAtIdle {
+		if counted.readSinceLastWrite() {
 			return false
 		}
 		_ = conn.Close()
 		return true
 	}
-	if pending != 0 || counted.read.Load() != readAtIdle {
+	if pending != 0 || counted.readSinceLastWrite() {
 		return false
 	}
 	// Without a linger time, close discards the send buffer and sends RST instead of FIN.
@@ -290,16 +285,6 @@ func socketOf(conn net.Conn) (*readCountingConn, *net.TCPConn) {
 	return counted, tcp
 }
 
-// bytesRead is how many bytes have been read off the socket under conn (0 for a connection the
-// server did not accept).
-func bytesRead(conn net.Conn) int64 {
-	counted, tcp := socketOf(conn)
-	if tcp == nil {
-		return 0
-	}
-	return counted.read.Load()
-}
-
 // readCountingListener accepts connections that count the bytes read off them.
 type readCountingListener struct{ net.Listener }
 
@@ -311,10 +296,12 @@ func (l readCountingListener) Accept() (net.Conn, error) {
 	return &readCountingConn{Conn: conn}, nil
 }
 
-// readCountingConn counts the bytes read off a connection.
+// readCountingConn counts the bytes read off a connection, and how many had been when the
+// last write began.
 type readCountingConn struct {
 	net.Conn
-	read atomic.Int64
+	read        atomic.Int64
+	readAtWrite atomic.Int64
 }
 
 func (c *readCountingConn) Read(b []byte) (int, error) {
@@ -322,3 +309,12 @@ func (c *readCountingConn) Read(b []byte) (int, error) {
 	c.read.Add(int64(n))
 	return n, err
 }
+
+func (c *readCountingConn) Write(b []byte) (int, error) {
+	c.readAtWrite.Store(c.read.Load())
+	return c.Conn.Write(b)
+}
+
+// readSinceLastWrite reports whether bytes have been read off the connection since the last
+// write began.
+func (c *readCountingConn) readSinceLastWrite() bool { return c.read.Load() != c.readAtWrite.Load() }
