@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -13,9 +14,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
@@ -153,39 +156,12 @@ func TestLeaseAware(t *testing.T) {
 	})
 
 	t.Run("M7/excluded namespace: no patch", func(t *testing.T) {
-		const mhook = "mutate-test-leaseaware"
-		p := ObservedPatcher(mhook, "DynamoGraphDeployment", log,
-			LeaseAwarePatcher(namespaceSet{"team-a": true}, log, Patcher[*v1alpha1.DynamoGraphDeployment](defaulting.GraphDeployment{OperatorVersion: "v9"})))
-
-		patch, err := p.Patch(createRequest("team-a"), graph("team-a"))
-		require.NoError(t, err)
-		assert.Empty(t, patch)
-		assert.Equal(t, 1, requests(mhook, admissionv1.Create, metrics.ResultSkipped))
-
-		patch, err = p.Patch(createRequest("team-b"), graph("team-b"))
-		require.NoError(t, err)
-		assert.Len(t, patch, 1)
-		assert.Equal(t, 1, requests(mhook, admissionv1.Create, metrics.ResultAllowed))
-		lines := logs.find("default")
-		require.Len(t, lines, 2)
-		assert.Equal(t, metrics.ResultSkipped, lines[0]["result"])
-		assert.Equal(t, metrics.ResultAllowed, lines[1]["result"])
-	})
-
-	t.Run("M7/excluded namespace: no defaulting", func(t *testing.T) {
-		const mhook = "mutate-test-leaseaware-defaulter"
-		d := ObservedDefaulter(mhook, "DynamoGraphDeploymentRequest", log,
-			LeaseAwareDefaulter(namespaceSet{"team-a": true}, log, admission.Defaulter[*v1beta1.DynamoGraphDeploymentRequest](defaulting.GraphDeploymentRequest{Image: "img"})))
-
-		skipped := &v1beta1.DynamoGraphDeploymentRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "r"}}
-		require.NoError(t, d.Default(createRequest("team-a"), skipped))
-		assert.Empty(t, skipped.Spec.Image)
-		assert.Equal(t, 1, requests(mhook, admissionv1.Create, metrics.ResultSkipped))
-
-		defaulted := &v1beta1.DynamoGraphDeploymentRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "r"}}
-		require.NoError(t, d.Default(createRequest("team-b"), defaulted))
-		assert.Equal(t, "img", defaulted.Spec.Image)
-		assert.Equal(t, 1, requests(mhook, admissionv1.Create, metrics.ResultAllowed))
+		assertNoPatchInExcludedNamespace(t, "mutate-test-leaseaware",
+			Patcher[*v1alpha1.DynamoGraphDeployment](defaulting.GraphDeployment{OperatorVersion: "v9"}), graph("team-a"), graph("team-b"),
+			jsonpatch.NewOperation("add", "/metadata/annotations", map[string]string{v1alpha1.OperatorOriginVersionAnnotation: "v9"}))
+		assertNoPatchInExcludedNamespace(t, "mutate-test-leaseaware-request",
+			Patcher[*v1beta1.DynamoGraphDeploymentRequest](defaulting.GraphDeploymentRequest{Image: "img"}), profileRequest("team-a"), profileRequest("team-b"),
+			jsonpatch.NewOperation("add", "/spec/image", "img"))
 	})
 
 	t.Run("M2/nil exclusions skip nothing", func(t *testing.T) {
@@ -196,11 +172,43 @@ func TestLeaseAware(t *testing.T) {
 			Patch(createRequest("team-a"), graph("team-a"))
 		require.NoError(t, err)
 		assert.Len(t, patch, 1)
-		r := &v1beta1.DynamoGraphDeploymentRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "r"}}
-		require.NoError(t, LeaseAwareDefaulter(nil, log, admission.Defaulter[*v1beta1.DynamoGraphDeploymentRequest](defaulting.GraphDeploymentRequest{Image: "img"})).
-			Default(createRequest("team-a"), r))
-		assert.Equal(t, "img", r.Spec.Image)
+		patch, err = LeaseAwarePatcher(nil, log, Patcher[*v1beta1.DynamoGraphDeploymentRequest](defaulting.GraphDeploymentRequest{Image: "img"})).
+			Patch(createRequest("team-a"), profileRequest("team-a"))
+		require.NoError(t, err)
+		assert.Equal(t, []jsonpatch.JsonPatchOperation{jsonpatch.NewOperation("add", "/spec/image", "img")}, patch)
 	})
+}
+
+// profileRequest is a DynamoGraphDeploymentRequest in ns without an image.
+func profileRequest(ns string) *v1beta1.DynamoGraphDeploymentRequest {
+	return &v1beta1.DynamoGraphDeploymentRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"},
+		Spec:       v1beta1.DynamoGraphDeploymentRequestSpec{Model: "m"},
+	}
+}
+
+// assertNoPatchInExcludedNamespace checks rule composed as registerPatcher composes it, with
+// team-a excluded: inTeamA is skipped, unpatched, and inTeamB gets the one operation want,
+// each counted and logged as such under hook.
+func assertNoPatchInExcludedNamespace[T client.Object](t *testing.T, hook string, rule Patcher[T], inTeamA, inTeamB T, want jsonpatch.JsonPatchOperation) {
+	t.Helper()
+	logs := &logLines{}
+	log := logs.logger()
+	p := ObservedPatcher(hook, reflect.TypeOf(inTeamA).Elem().Name(), log, LeaseAwarePatcher(namespaceSet{"team-a": true}, log, rule))
+
+	patch, err := p.Patch(createRequest("team-a"), inTeamA)
+	require.NoError(t, err)
+	assert.Empty(t, patch)
+	assert.Equal(t, 1, requests(hook, admissionv1.Create, metrics.ResultSkipped))
+
+	patch, err = p.Patch(createRequest("team-b"), inTeamB)
+	require.NoError(t, err)
+	assert.Equal(t, []jsonpatch.JsonPatchOperation{want}, patch)
+	assert.Equal(t, 1, requests(hook, admissionv1.Create, metrics.ResultAllowed))
+	lines := logs.find("default")
+	require.Len(t, lines, 2)
+	assert.Equal(t, metrics.ResultSkipped, lines[0]["result"])
+	assert.Equal(t, metrics.ResultAllowed, lines[1]["result"])
 }
 
 func TestObserved(t *testing.T) {

@@ -113,7 +113,7 @@ func Register(mgr ctrl.Manager, cfg Config) error {
 		defaulting.GraphDeployment{OperatorVersion: cfg.OperatorVersion}); err != nil {
 		return err
 	}
-	if err := registerDefaulter(mgr, cfg, log, &v1beta1.DynamoGraphDeploymentRequest{},
+	if err := registerPatcher(mgr, cfg, log, &v1beta1.DynamoGraphDeploymentRequest{},
 		defaulting.GraphDeploymentRequest{Image: cfg.DefaultDGDRImage}); err != nil {
 		return err
 	}

@@ -71,28 +71,40 @@ type GraphDeploymentRequest struct {
 	Image string
 }
 
-// Default implements admission.Defaulter. On update it leaves a request alone while the old
-// object is in a phase that locks the spec: filling in the image would change the spec, and
-// the CRD's CEL rule would then reject an update that only touched labels or annotations.
-func (d GraphDeploymentRequest) Default(ctx context.Context, r *v1beta1.DynamoGraphDeploymentRequest) error {
+// Patch returns the JSON patch that fills in the image of r, the object of the admission
+// request in ctx: one operation when r has none, else nothing. On update it leaves a request
+// alone while the old object is in a phase that locks the spec: filling in the image would
+// change the spec, and the CRD's CEL rule would then reject an update that only touched
+// labels or annotations.
+func (d GraphDeploymentRequest) Patch(ctx context.Context, r *v1beta1.DynamoGraphDeploymentRequest) ([]jsonpatch.JsonPatchOperation, error) {
 	if d.Image == "" || r.Spec.Image != "" {
-		return nil
+		return nil, nil
 	}
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
-		return fmt.Errorf("defaulting DynamoGraphDeploymentRequest %s/%s: %w", r.Namespace, r.Name, err)
+		return nil, fmt.Errorf("defaulting DynamoGraphDeploymentRequest %s/%s: %w", r.Namespace, r.Name, err)
 	}
 	if req.Operation == admissionv1.Update {
 		var old v1beta1.DynamoGraphDeploymentRequest
 		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
-			return fmt.Errorf("defaulting DynamoGraphDeploymentRequest %s/%s: decoding the old object: %w", r.Namespace, r.Name, err)
+			return nil, fmt.Errorf("defaulting DynamoGraphDeploymentRequest %s/%s: decoding the old object: %w", r.Namespace, r.Name, err)
 		}
 		if slices.Contains(v1beta1.SpecLockedPhases, old.Status.Phase) {
-			return nil
+			return nil, nil
 		}
 	}
-	r.Spec.Image = d.Image
-	return nil
+	return []jsonpatch.JsonPatchOperation{addImage(&r.Spec, d.Image)}, nil
+}
+
+// addImage is the JSON patch operation that sets the image of the request whose spec decoded
+// as spec. An "add" replaces a member that is there, so an empty image is replaced; a spec
+// that decodes empty may be missing, null or an object of members that decode as absent, and
+// is replaced by one with just the image.
+func addImage(spec *v1beta1.DynamoGraphDeploymentRequestSpec, image string) jsonpatch.JsonPatchOperation {
+	if reflect.ValueOf(*spec).IsZero() {
+		return jsonpatch.NewOperation("add", "/spec", map[string]string{"image": image})
+	}
+	return jsonpatch.NewOperation("add", "/spec/image", image)
 }
 
 func operation(ctx context.Context) (admissionv1.Operation, error) {

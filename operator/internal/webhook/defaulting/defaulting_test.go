@@ -32,24 +32,43 @@ func withOperation(op admissionv1.Operation, old runtime.Object) context.Context
 	return admission.NewContextWithRequest(context.Background(), req)
 }
 
-// stamped applies d's patch for obj (raw JSON) as the API server applies a mutating webhook's
-// patch, and returns the patch and the object it gives.
-func stamped(t *testing.T, d GraphDeployment, ctx context.Context, obj string) (string, string) {
+// patched decodes obj (raw JSON) into T, applies the patch that p returns for it as the API
+// server applies a mutating webhook's patch, and returns the patch and the object it gives
+// ("" and obj when there is no patch).
+func patched[T, Op any](t *testing.T, p func(context.Context, *T) ([]Op, error), ctx context.Context, obj string) (string, string) {
 	t.Helper()
-	var dgd v1alpha1.DynamoGraphDeployment
-	require.NoError(t, json.Unmarshal([]byte(obj), &dgd))
-	ops, err := d.Patch(ctx, &dgd)
+	var decoded T
+	require.NoError(t, json.Unmarshal([]byte(obj), &decoded))
+	ops, err := p(ctx, &decoded)
 	require.NoError(t, err)
 	if len(ops) == 0 {
 		return "", obj
 	}
 	patch, err := json.Marshal(ops)
 	require.NoError(t, err)
-	decoded, err := jsonpatch.DecodePatch(patch)
+	applied, err := jsonpatch.DecodePatch(patch)
 	require.NoError(t, err)
-	out, err := decoded.Apply([]byte(obj))
+	out, err := applied.Apply([]byte(obj))
 	require.NoError(t, err, "applying %s to %s", patch, obj)
 	return string(patch), string(out)
+}
+
+// assertPatchedOnce asserts that obj patched by p is patch and gives want, and that p leaves
+// what it gives as it is; patch "" asserts that p leaves obj as it is.
+func assertPatchedOnce[T, Op any](t *testing.T, p func(context.Context, *T) ([]Op, error), ctx context.Context, obj, patch, want string) {
+	t.Helper()
+	got, out := patched(t, p, ctx, obj)
+	if patch == "" {
+		assert.Empty(t, got)
+		assert.Equal(t, obj, out)
+		return
+	}
+	assert.JSONEq(t, patch, got)
+	assert.JSONEq(t, want, out)
+
+	again, twice := patched(t, p, ctx, out)
+	assert.Empty(t, again, "applying twice must equal applying once")
+	assert.Equal(t, out, twice)
 }
 
 func TestGraphDeployment(t *testing.T) {
@@ -102,23 +121,12 @@ func TestGraphDeployment(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			patch, out := stamped(t, d, tc.ctx, tc.obj)
-			if tc.patch == "" {
-				assert.Empty(t, patch)
-				assert.Equal(t, tc.obj, out)
-				return
-			}
-			assert.JSONEq(t, tc.patch, patch)
-			assert.JSONEq(t, tc.stamped, out)
-
-			again, twice := stamped(t, d, tc.ctx, out)
-			assert.Empty(t, again, "applying twice must equal applying once")
-			assert.Equal(t, out, twice)
+			assertPatchedOnce(t, d.Patch, tc.ctx, tc.obj, tc.patch, tc.stamped)
 		})
 	}
 
 	t.Run("A7/no operator version stamps nothing", func(t *testing.T) {
-		patch, _ := stamped(t, GraphDeployment{}, withOperation(admissionv1.Create, nil), `{"metadata":{"name":"g"}}`)
+		patch, _ := patched(t, GraphDeployment{}.Patch, withOperation(admissionv1.Create, nil), `{"metadata":{"name":"g"}}`)
 		assert.Empty(t, patch)
 	})
 
@@ -135,51 +143,76 @@ func TestGraphDeployment(t *testing.T) {
 	})
 }
 
-func request(img string, phase v1beta1.Phase) *v1beta1.DynamoGraphDeploymentRequest {
-	return &v1beta1.DynamoGraphDeploymentRequest{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "r"},
-		Spec:       v1beta1.DynamoGraphDeploymentRequestSpec{Model: "m", Image: img},
-		Status:     v1beta1.DynamoGraphDeploymentRequestStatus{Phase: phase},
-	}
+// withOldObject is withOperation(Update, …) with request.oldObject the raw JSON old.
+func withOldObject(old string) context.Context {
+	return admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Update, OldObject: runtime.RawExtension{Raw: []byte(old)},
+	}})
+}
+
+func inPhase(phase v1beta1.Phase) *v1beta1.DynamoGraphDeploymentRequest {
+	return &v1beta1.DynamoGraphDeploymentRequest{Status: v1beta1.DynamoGraphDeploymentRequestStatus{Phase: phase}}
 }
 
 func TestGraphDeploymentRequest(t *testing.T) {
 	d := GraphDeploymentRequest{Image: image}
-	cases := []struct {
-		name string
-		ctx  context.Context
-		obj  *v1beta1.DynamoGraphDeploymentRequest
-		want string
-	}{
-		{name: "A7/create fills in the default image", ctx: withOperation(admissionv1.Create, nil), obj: request("", ""), want: image},
-		{name: "A7/create keeps a chosen image", ctx: withOperation(admissionv1.Create, nil), obj: request("mine:1", ""), want: "mine:1"},
-		{
-			name: "A7/update of a Pending request fills in the default image",
-			ctx:  withOperation(admissionv1.Update, request("", v1beta1.PhasePending)),
-			obj:  request("", v1beta1.PhasePending),
-			want: image,
-		},
-		{
-			name: "A7/update of a Profiling request leaves the spec alone",
-			ctx:  withOperation(admissionv1.Update, request("", v1beta1.PhaseProfiling)),
-			obj:  request("", v1beta1.PhaseProfiling),
-			want: "",
-		},
+	create := withOperation(admissionv1.Create, nil)
+	const (
+		addImage    = `[{"op":"add","path":"/spec/image","value":"` + image + `"}]`
+		addSpec     = `[{"op":"add","path":"/spec","value":{"image":"` + image + `"}}]`
+		imageFilled = `{"metadata":{"name":"r"},"spec":{"model":"m","image":"` + image + `"}}`
+		imageOnly   = `{"metadata":{"name":"r"},"spec":{"image":"` + image + `"}}`
+	)
+	type fillIn struct {
+		name            string
+		ctx             context.Context
+		obj             string
+		patch, filledIn string // "": no patch, the object unchanged
+	}
+	cases := []fillIn{
+		{name: "A7/create fills in an absent image", ctx: create, obj: `{"metadata":{"name":"r"},"spec":{"model":"m"}}`, patch: addImage, filledIn: imageFilled},
+		{name: "A7/create fills in an empty image", ctx: create, obj: `{"metadata":{"name":"r"},"spec":{"model":"m","image":""}}`, patch: addImage, filledIn: imageFilled},
+		{name: "A7/create keeps a chosen image", ctx: create, obj: `{"metadata":{"name":"r"},"spec":{"model":"m","image":"mine:1"}}`},
+		{name: "A7/create of a request without spec adds it", ctx: create, obj: `{"metadata":{"name":"r"}}`, patch: addSpec, filledIn: imageOnly},
+		{name: "A7/create replaces a null spec", ctx: create, obj: `{"metadata":{"name":"r"},"spec":null}`, patch: addSpec, filledIn: imageOnly},
+		{name: "A7/create replaces an empty spec", ctx: create, obj: `{"metadata":{"name":"r"},"spec":{}}`, patch: addSpec, filledIn: imageOnly},
+		{name: "A7/create replaces a spec whose members all decode as absent", ctx: create,
+			obj: `{"metadata":{"name":"r"},"spec":{"model":"","autoApply":false}}`, patch: addSpec, filledIn: imageOnly},
+		{name: "A7/update of a request without phase fills in the image", ctx: withOperation(admissionv1.Update, inPhase("")),
+			obj: `{"metadata":{"name":"r"},"spec":{"model":"m"}}`, patch: addImage, filledIn: imageFilled},
+		{name: "A7/update of a Pending request fills in the image", ctx: withOperation(admissionv1.Update, inPhase(v1beta1.PhasePending)),
+			obj: `{"metadata":{"name":"r"},"spec":{"model":"m"}}`, patch: addImage, filledIn: imageFilled},
+	}
+	for _, phase := range v1beta1.SpecLockedPhases {
+		cases = append(cases, fillIn{name: "A7/update of a " + string(phase) + " request leaves the spec alone", ctx: withOperation(admissionv1.Update, inPhase(phase)),
+			obj: `{"metadata":{"name":"r"},"spec":{"model":"m"}}`})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			require.NoError(t, d.Default(tc.ctx, tc.obj))
-			assert.Equal(t, tc.want, tc.obj.Spec.Image)
-
-			once := tc.obj.DeepCopy()
-			require.NoError(t, d.Default(tc.ctx, tc.obj))
-			assert.Equal(t, once, tc.obj, "applying twice must equal applying once")
+			assertPatchedOnce(t, d.Patch, tc.ctx, tc.obj, tc.patch, tc.filledIn)
 		})
 	}
 
 	t.Run("A7/no default image leaves requests alone", func(t *testing.T) {
-		obj := request("", "")
-		require.NoError(t, GraphDeploymentRequest{}.Default(withOperation(admissionv1.Create, nil), obj))
-		assert.Empty(t, obj.Spec.Image)
+		patch, _ := patched(t, GraphDeploymentRequest{}.Patch, create, `{"metadata":{"name":"r"}}`)
+		assert.Empty(t, patch)
+	})
+
+	t.Run("A7/an old object that does not decode is an error when there is an image to fill in", func(t *testing.T) {
+		r := &v1beta1.DynamoGraphDeploymentRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "r"}}
+		_, err := d.Patch(withOldObject(`{"status":{"phase":1}}`), r)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "defaulting DynamoGraphDeploymentRequest team-a/r: decoding the old object: ")
+
+		r.Spec.Image = "mine:1"
+		patch, err := d.Patch(withOldObject(`{"status":{"phase":1}}`), r)
+		require.NoError(t, err, "an image set: the old object is not read")
+		assert.Empty(t, patch)
+	})
+
+	t.Run("A7/without an admission request it fails instead of guessing the operation", func(t *testing.T) {
+		_, err := d.Patch(context.Background(), &v1beta1.DynamoGraphDeploymentRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "r"}})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "defaulting DynamoGraphDeploymentRequest team-a/r")
 	})
 }
