@@ -22,14 +22,6 @@ func LatencyInjectedValidator[T client.Object](delay time.Duration, next admissi
 	return latencyValidator[T]{delay: delay, next: next}
 }
 
-// LatencyInjectedDefaulter is LatencyInjectedValidator for defaulters.
-func LatencyInjectedDefaulter[T client.Object](delay time.Duration, next admission.Defaulter[T]) admission.Defaulter[T] {
-	if delay <= 0 {
-		return next
-	}
-	return latencyDefaulter[T]{delay: delay, next: next}
-}
-
 // LatencyInjectedPatcher is LatencyInjectedValidator for patchers.
 func LatencyInjectedPatcher[T client.Object](delay time.Duration, next Patcher[T]) Patcher[T] {
 	if delay <= 0 {
@@ -74,18 +66,6 @@ func (l latencyValidator[T]) ValidateDelete(ctx context.Context, obj T) (admissi
 		return nil, err
 	}
 	return l.next.ValidateDelete(ctx, obj)
-}
-
-type latencyDefaulter[T client.Object] struct {
-	delay time.Duration
-	next  admission.Defaulter[T]
-}
-
-func (l latencyDefaulter[T]) Default(ctx context.Context, obj T) error {
-	if err := injectDelay(ctx, l.delay); err != nil {
-		return err
-	}
-	return l.next.Default(ctx, obj)
 }
 
 type latencyPatcher[T client.Object] struct {

@@ -34,14 +34,6 @@ func (c *countingValidator) ValidateDelete(context.Context, *v1alpha1.DynamoGrap
 	return nil, nil
 }
 
-// countingDefaulter counts the calls that reach it.
-type countingDefaulter struct{ calls atomic.Int32 }
-
-func (c *countingDefaulter) Default(context.Context, *v1alpha1.DynamoGraphDeployment) error {
-	c.calls.Add(1)
-	return nil
-}
-
 // countingPatcher counts the calls that reach it.
 type countingPatcher struct{ calls atomic.Int32 }
 
@@ -56,10 +48,8 @@ func TestLatencyInjection(t *testing.T) {
 
 	t.Run("T9/every operation is held for the delay, then reaches next", func(t *testing.T) {
 		next := &countingValidator{}
-		d := &countingDefaulter{}
 		p := &countingPatcher{}
 		v := LatencyInjectedValidator[*v1alpha1.DynamoGraphDeployment](delay, next)
-		def := LatencyInjectedDefaulter[*v1alpha1.DynamoGraphDeployment](delay, d)
 		pat := LatencyInjectedPatcher[*v1alpha1.DynamoGraphDeployment](delay, p)
 		calls := []struct {
 			name string
@@ -68,7 +58,6 @@ func TestLatencyInjection(t *testing.T) {
 			{"create", func(ctx context.Context) error { _, err := v.ValidateCreate(ctx, g); return err }},
 			{"update", func(ctx context.Context) error { _, err := v.ValidateUpdate(ctx, g, g); return err }},
 			{"delete", func(ctx context.Context) error { _, err := v.ValidateDelete(ctx, g); return err }},
-			{"default", func(ctx context.Context) error { return def.Default(ctx, g) }},
 			{"patch", func(ctx context.Context) error { _, err := pat.Patch(ctx, g); return err }},
 		}
 		for _, c := range calls {
@@ -77,7 +66,6 @@ func TestLatencyInjection(t *testing.T) {
 			assert.GreaterOrEqual(t, time.Since(start), delay, "%s returned before the injected delay", c.name)
 		}
 		assert.EqualValues(t, 3, next.calls.Load())
-		assert.EqualValues(t, 1, d.calls.Load())
 		assert.EqualValues(t, 1, p.calls.Load())
 	})
 
@@ -96,10 +84,8 @@ func TestLatencyInjection(t *testing.T) {
 
 	t.Run("0 (the default) is inert: next is returned unchanged", func(t *testing.T) {
 		next := &countingValidator{}
-		d := &countingDefaulter{}
 		p := &countingPatcher{}
 		assert.Same(t, next, LatencyInjectedValidator[*v1alpha1.DynamoGraphDeployment](0, next).(*countingValidator))
-		assert.Same(t, d, LatencyInjectedDefaulter[*v1alpha1.DynamoGraphDeployment](0, d).(*countingDefaulter))
 		assert.Same(t, p, LatencyInjectedPatcher[*v1alpha1.DynamoGraphDeployment](0, p).(*countingPatcher))
 		assert.Same(t, next, LatencyInjectedValidator[*v1alpha1.DynamoGraphDeployment](-time.Second, next).(*countingValidator))
 	})

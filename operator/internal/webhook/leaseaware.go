@@ -21,17 +21,8 @@ func LeaseAwareValidator[T client.Object](exclusions ExclusionChecker, log logr.
 	return leaseAwareValidator[T]{leaseAware: leaseAware{exclusions: exclusions, log: log}, next: next}
 }
 
-// LeaseAwareDefaulter is LeaseAwareValidator for defaulters: in an excluded namespace the
-// object is not mutated either.
-func LeaseAwareDefaulter[T client.Object](exclusions ExclusionChecker, log logr.Logger, next admission.Defaulter[T]) admission.Defaulter[T] {
-	if exclusions == nil {
-		return next
-	}
-	return leaseAwareDefaulter[T]{leaseAware: leaseAware{exclusions: exclusions, log: log}, next: next}
-}
-
-// LeaseAwarePatcher is LeaseAwareDefaulter for patchers: in an excluded namespace there is no
-// patch.
+// LeaseAwarePatcher is LeaseAwareValidator for patchers: in an excluded namespace the object
+// is not mutated either (no patch).
 func LeaseAwarePatcher[T client.Object](exclusions ExclusionChecker, log logr.Logger, next Patcher[T]) Patcher[T] {
 	if exclusions == nil {
 		return next
@@ -85,18 +76,6 @@ func (l leaseAwareValidator[T]) ValidateDelete(ctx context.Context, obj T) (admi
 		return nil, nil
 	}
 	return l.next.ValidateDelete(ctx, obj)
-}
-
-type leaseAwareDefaulter[T client.Object] struct {
-	leaseAware
-	next admission.Defaulter[T]
-}
-
-func (l leaseAwareDefaulter[T]) Default(ctx context.Context, obj T) error {
-	if l.skip(ctx, obj) {
-		return nil
-	}
-	return l.next.Default(ctx, obj)
 }
 
 type leaseAwarePatcher[T client.Object] struct {

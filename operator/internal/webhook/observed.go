@@ -66,12 +66,8 @@ func ObservedValidator[T client.Object](webhook, kind string, log logr.Logger, n
 	return observedValidator[T]{observer: observer{webhook: webhook, kind: kind, log: log}, next: next}
 }
 
-// ObservedDefaulter is ObservedValidator for defaulters; it logs "default" lines.
-func ObservedDefaulter[T client.Object](webhook, kind string, log logr.Logger, next admission.Defaulter[T]) admission.Defaulter[T] {
-	return observedDefaulter[T]{observer: observer{webhook: webhook, kind: kind, log: log}, next: next}
-}
-
-// ObservedPatcher is ObservedDefaulter for patchers: the same "default" lines and metrics.
+// ObservedPatcher is ObservedValidator for patchers, the mutating webhooks' rules: it logs
+// "default" lines, with the request's operation as the metrics' operation label.
 func ObservedPatcher[T client.Object](webhook, kind string, log logr.Logger, next Patcher[T]) Patcher[T] {
 	return observedPatcher[T]{observer: observer{webhook: webhook, kind: kind, log: log}, next: next}
 }
@@ -182,7 +178,7 @@ func (o observedValidator[T]) ValidateDelete(ctx context.Context, obj T) (admiss
 }
 
 // operationLabel is the "operation" label of a mutating call: the request's operation, bounded
-// (controller-runtime hands defaulters whatever operation a request claims, and anyone who
+// (the patching handler hands patchers whatever operation a request claims, and anyone who
 // reaches the port can send a request); empty without a request.
 func operationLabel(ctx context.Context) admissionv1.Operation {
 	req, err := admission.RequestFromContext(ctx)
@@ -195,18 +191,6 @@ func operationLabel(ctx context.Context) admissionv1.Operation {
 	default:
 		return "OTHER"
 	}
-}
-
-type observedDefaulter[T client.Object] struct {
-	observer
-	next admission.Defaulter[T]
-}
-
-func (o observedDefaulter[T]) Default(ctx context.Context, obj T) error {
-	_, err := o.observe(ctx, "default", operationLabel(ctx), obj, func(ctx context.Context) (admission.Warnings, error) {
-		return nil, o.next.Default(ctx, obj)
-	})
-	return err
 }
 
 type observedPatcher[T client.Object] struct {

@@ -153,23 +153,9 @@ func registerValidator[T client.Object](mgr ctrl.Manager, cfg Config, log logr.L
 	return nil
 }
 
-// registerDefaulter serves d for obj's kind, wrapped as Observed(LatencyInjected(LeaseAware(d))).
-func registerDefaulter[T client.Object](mgr ctrl.Manager, cfg Config, log logr.Logger, obj T, d admission.Defaulter[T]) error {
-	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
-	if err != nil {
-		return fmt.Errorf("registering a mutating webhook for %T: %w", obj, err)
-	}
-	wrapped := ObservedDefaulter(webhookName("mutate", gvk.Kind), gvk.Kind, log,
-		LatencyInjectedDefaulter(cfg.LatencyInjection, LeaseAwareDefaulter(cfg.Exclusions, log, d)))
-	if err := ctrl.NewWebhookManagedBy(mgr, obj).WithDefaulter(wrapped).WithLogConstructor(requestLogger(gvk)).Complete(); err != nil {
-		return fmt.Errorf("registering the mutating webhook for %s: %w", gvk.Kind, err)
-	}
-	return nil
-}
-
 // registerPatcher serves p for obj's kind, wrapped as Observed(LatencyInjected(LeaseAware(p))),
-// in the webhook and at the path controller-runtime's builder gives a defaulter of the kind
-// (the builder takes defaulters only).
+// at the path controller-runtime's builder would give the kind's mutating webhook (the path
+// the markers above name); the builder itself takes only controller-runtime's Defaulters.
 func registerPatcher[T client.Object](mgr ctrl.Manager, cfg Config, log logr.Logger, obj T, p Patcher[T]) error {
 	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
 	if err != nil {
