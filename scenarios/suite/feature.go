@@ -3,7 +3,6 @@ package suite
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -85,7 +84,7 @@ func (f *recordedFeature) start(ctx context.Context, t *testing.T, _ *envconf.Co
 	f.mu.Unlock()
 	s.cluster.ledger.begin(f.id())
 	running.Store(t.Name(), f.id())
-	s.progress.printf("▶ %s", f.Name())
+	s.progress.printf("%s", scenarioStartedLine(f.Name()))
 	t.Cleanup(f.finish)
 	return ctx
 }
@@ -146,7 +145,7 @@ func (f *recordedFeature) collect() {
 	f.collected = true
 	f.mu.Unlock()
 	s := f.suite
-	dir := filepath.Join(s.artifactsDir(), f.id())
+	dir := s.artifactsDir(f.id())
 	ctx, cancel := context.WithTimeout(context.Background(), artifactsTimeout)
 	defer cancel()
 	if err := collectArtifacts(ctx, s.cluster, dir); err != nil {
@@ -189,15 +188,12 @@ func (f *recordedFeature) finish() {
 	}
 
 	elapsed := time.Since(started).Seconds()
-	switch result {
-	case report.Failed:
+	if result == report.Failed {
 		f.collect()
-		s.progress.printf("✗ %s failed (%.1fs): %s", f.id(), elapsed, details[report.MessageKey])
-		s.progress.printf("  artifacts: %s", filepath.Join(s.artifactsDir(), f.id()))
-	case report.Skipped:
-		s.progress.printf("- %s skipped (%.1fs): %v", f.id(), elapsed, details[report.MessageKey])
-	default:
-		s.progress.printf("✓ %s passed (%.1fs)", f.id(), elapsed)
+	}
+	s.progress.printf("%s", scenarioEndedLine(f.id(), result, elapsed, details[report.MessageKey]))
+	if result == report.Failed {
+		s.progress.printf("  artifacts: %s", s.artifactsDir(f.id()))
 	}
 }
 

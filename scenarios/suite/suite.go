@@ -134,7 +134,7 @@ func (s *Suite) Run(m *testing.M) int {
 		return m.Run()
 	}
 	// A report or artifact left from an earlier run must not be mistaken for this run's.
-	if err := os.RemoveAll(s.outputDir()); err != nil {
+	if err := clearOutputDir(s.outputDir(), os.Getenv(RunLogEnv)); err != nil {
 		fmt.Fprintf(os.Stderr, "suite %s: removing the previous report: %v\n", s.spec.Name, err)
 		return 2
 	}
@@ -198,8 +198,23 @@ func (s *Suite) Test(t *testing.T) {
 	s.env.Test(t, wrapped...)
 }
 
-func (s *Suite) outputDir() string    { return filepath.Join(s.opts.output, s.spec.Name) }
-func (s *Suite) artifactsDir() string { return filepath.Join(s.outputDir(), "artifacts") }
+func (s *Suite) outputDir() string             { return filepath.Join(s.opts.output, s.spec.Name) }
+func (s *Suite) artifactsDir(of string) string { return ArtifactsDir(s.opts.output, s.spec.Name, of) }
+
+// Artifact directories other than a scenario's (ArtifactsDir's of).
+const (
+	// SetupArtifacts holds what a suite whose cluster or release never came up collected.
+	SetupArtifacts = "setup"
+	// ClusterArtifacts holds the cluster's logs, exported on every run.
+	ClusterArtifacts = "cluster"
+)
+
+// ArtifactsDir is where the suite named suite, reporting under output (--e2e-output), puts what
+// it collected of one failed scenario (of is its ID), of its failed setup (SetupArtifacts) or of
+// its cluster (ClusterArtifacts).
+func ArtifactsDir(output, suite, of string) string {
+	return filepath.Join(output, suite, "artifacts", of)
+}
 
 // suiteMode is the certificate mode scenarios are filtered by ("" without a release).
 func (s *Suite) suiteMode() string {
@@ -318,6 +333,39 @@ func (s *Suite) clean(ctx context.Context) error {
 	return s.cluster.Installer().RemoveAll(ctx, LabelSuite)
 }
 
+// RunLogEnv names the file, if any, that the suite's own output is being written to by whoever
+// runs it (`make e2e` writes <suite output>/go-test.log): clearing an earlier run's report
+// keeps that file, which is this run's.
+const RunLogEnv = "GAUNTLET_SUITE_LOG"
+
+// clearOutputDir removes everything in dir but the file runLog, when runLog is in dir.
+func clearOutputDir(dir, runLog string) error {
+	if runLog == "" || !sameDir(filepath.Dir(runLog), dir) {
+		return os.RemoveAll(dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == filepath.Base(runLog) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameDir reports whether a and b are one existing directory, however each is spelled (make's
+// $(CURDIR) and Go's working directory may differ by a symbolic link).
+func sameDir(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
 // SetupFailedPrefix starts the message of every scenario of a suite whose setup failed.
 const SetupFailedPrefix = "suite setup failed, scenario not run: "
 
@@ -333,7 +381,7 @@ func (s *Suite) reportSetupFailure() {
 		_ = s.recorder.Finish(id, report.Failed, map[string]any{report.MessageKey: SetupFailedPrefix + s.setupErr.Error()})
 	}
 	if s.cluster != nil {
-		dir := filepath.Join(s.artifactsDir(), "setup")
+		dir := s.artifactsDir(SetupArtifacts)
 		ctx, cancel := context.WithTimeout(context.Background(), artifactsTimeout)
 		defer cancel()
 		if err := collectArtifacts(ctx, s.cluster, dir); err != nil {
@@ -377,7 +425,7 @@ func (s *Suite) exportClusterLogs() {
 	if s.cluster == nil {
 		return
 	}
-	dir := filepath.Join(s.artifactsDir(), "cluster")
+	dir := s.artifactsDir(ClusterArtifacts)
 	ctx, cancel := context.WithTimeout(context.Background(), artifactsTimeout)
 	defer cancel()
 	if err := s.cluster.ExportLogs(ctx, dir); err != nil {

@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -108,4 +110,21 @@ func TestFeatureNamesStartWithTheirID(t *testing.T) {
 	assert.Equal(t, 1, f.assessments, "expected the wrapped steps to be built once (1 assessment), saw %d assessments", f.assessments)
 	assert.Equal(t, types.LevelSetup, steps[0].Level(), "expected the suite's own steps to open (setup) and close (teardown) the feature")
 	assert.Equal(t, types.LevelTeardown, steps[len(steps)-1].Level(), "expected the suite's own steps to open (setup) and close (teardown) the feature")
+}
+
+func TestClearingTheOutputKeepsOnlyThisRunsLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "autocert")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "artifacts", "C1"), 0o750))
+	for _, f := range []string{report.SummaryFile, "go-test.log"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600))
+	}
+
+	require.NoError(t, clearOutputDir(dir, filepath.Join(dir, "go-test.log")))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, "go-test.log", entries[0].Name())
+
+	require.NoError(t, clearOutputDir(dir, filepath.Join(t.TempDir(), "go-test.log")), "a log elsewhere")
+	assert.NoDirExists(t, dir)
 }
