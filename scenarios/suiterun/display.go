@@ -65,7 +65,7 @@ func permanentLine(ev Event, f Frame) string {
 	switch ev.Kind {
 	case SuiteStarted:
 		s := f.Suites[ev.Suite]
-		return fmt.Sprintf("%s▶ %s started (%d of %d running); log: %s", at, s.Name, count(f, Running), len(f.Suites), shortPath(s.Log))
+		return fmt.Sprintf("%s▶ %s started (%d of %d running); log: %s", at, s.Name, count(f, Running), len(f.Suites), DisplayPath(s.Log))
 	case ScenarioEnded:
 		s, sc := f.Suites[ev.Suite], ev.Scenario
 		return fmt.Sprintf("%s  %s: %s %s in %.1fs (%s so far)", at, s.Name, sc.ID, outcomeWord(sc.Result), sc.Seconds, counts(s))

@@ -52,7 +52,7 @@ func WriteFailures(w io.Writer, suites []SuiteState, output string) {
 			fmt.Fprintf(&b, "  ✗ %s: every scenario passed, but go test %s\n", s.Name, exitWords(s.Exit))
 			writeExplanation(&b, s)
 		}
-		fmt.Fprintf(&b, "      log: %s\n", shortPath(s.Log))
+		fmt.Fprintf(&b, "      log: %s\n", DisplayPath(s.Log))
 	}
 	if b.Len() > 0 {
 		_, _ = fmt.Fprintf(w, "\nFAILED\n%s", b.String()) // the combined table follows with the same failures
@@ -67,13 +67,13 @@ func writeExplanation(b *strings.Builder, s SuiteState) {
 
 func writeIfExists(b *strings.Builder, label, path string) {
 	if _, err := os.Stat(path); err == nil {
-		fmt.Fprintf(b, "      %s: %s\n", label, shortPath(path))
+		fmt.Fprintf(b, "      %s: %s\n", label, DisplayPath(path))
 	}
 }
 
-// shortPath is path relative to the working directory when it is inside it: what a person
+// DisplayPath is path relative to the working directory when it is inside it: what a person
 // types or clicks.
-func shortPath(path string) string {
+func DisplayPath(path string) string {
 	wd, err := os.Getwd()
 	if err != nil {
 		return path
