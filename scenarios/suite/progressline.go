@@ -13,7 +13,8 @@ import (
 // suite follows it (`make e2e`'s gauntlet-e2e): they are written and read here only, so the
 // two cannot drift apart. Every line carries progress's elapsed-time prefix.
 //
-//	• Creating cluster e2e-autocert-4242 …        a step of the suite's own starts
+//	• Installing charts/dynamo-operator …         a step of the suite's own starts (so does
+//	Creating local cluster "e2e-autocert-42" …     any line ending in " …": the provider's)
 //	▶ C1 the operator creates its certificate      a scenario starts (its feature's name, ID first)
 //	✓ C1 passed (12.3s)                            a scenario ends: passed,
 //	✗ C1 failed (12.3s): expected …                failed, with its message,
@@ -23,8 +24,8 @@ import (
 type ProgressKind int
 
 const (
-	// StepStarted: a step of the suite's own (creating the cluster, installing the release,
-	// deleting the cluster) starts; Title names it.
+	// StepStarted: a step of the suite's own (installing the release, deleting the cluster)
+	// or of its provider's (creating the cluster) starts; Title names it.
 	StepStarted ProgressKind = iota + 1
 	// ScenarioStarted: scenario ID starts; Title is its feature's name.
 	ScenarioStarted
@@ -74,7 +75,7 @@ func ParseProgressLine(line string) (ev ProgressEvent, ok bool) {
 	}
 	line = strings.TrimRight(line[loc[1]:], "\r\n")
 	switch {
-	case strings.HasPrefix(line, "• ") && strings.HasSuffix(line, " …"):
+	case strings.HasSuffix(line, " …"):
 		return ProgressEvent{Kind: StepStarted, Title: strings.TrimSuffix(strings.TrimPrefix(line, "• "), " …")}, true
 	case strings.HasPrefix(line, "▶ "):
 		name := strings.TrimPrefix(line, "▶ ")

@@ -25,6 +25,7 @@ func TestProgressLinesParseAsPrinted(t *testing.T) {
 		want ProgressEvent
 	}{
 		{stepStartedLine("Creating cluster e2e-autocert-4242"), ProgressEvent{Kind: StepStarted, Title: "Creating cluster e2e-autocert-4242"}},
+		{`Creating local cluster "e2e-autocert-4242" …`, ProgressEvent{Kind: StepStarted, Title: `Creating local cluster "e2e-autocert-4242"`}},
 		{scenarioStartedLine("C12 the operator restarts (twice)"), ProgressEvent{Kind: ScenarioStarted, ID: "C12", Title: "C12 the operator restarts (twice)"}},
 		{scenarioEndedLine("C12", report.Passed, 12.34, nil), ProgressEvent{Kind: ScenarioEnded, ID: "C12", Result: report.Passed, Seconds: 12.3}},
 		{scenarioEndedLine("A3", report.Failed, 1, "expected denial: got allowed"), ProgressEvent{Kind: ScenarioEnded, ID: "A3", Result: report.Failed, Seconds: 1, Message: "expected denial: got allowed"}},
