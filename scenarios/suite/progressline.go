@@ -74,21 +74,19 @@ func ParseProgressLine(line string) (ev ProgressEvent, ok bool) {
 		return ProgressEvent{}, false
 	}
 	line = strings.TrimRight(line[loc[1]:], "\r\n")
-	switch {
-	case strings.HasSuffix(line, " …"):
-		return ProgressEvent{Kind: StepStarted, Title: strings.TrimSuffix(strings.TrimPrefix(line, "• "), " …")}, true
-	case strings.HasPrefix(line, "▶ "):
-		name := strings.TrimPrefix(line, "▶ ")
+	if name, ok := strings.CutPrefix(line, "▶ "); ok {
 		id := idPrefix.FindString(name)
 		if id == "" {
 			return ProgressEvent{}, false
 		}
 		return ProgressEvent{Kind: ScenarioStarted, ID: id, Title: name}, true
 	}
-	m := scenarioEnd.FindStringSubmatch(line)
-	if m == nil {
-		return ProgressEvent{}, false
+	if m := scenarioEnd.FindStringSubmatch(line); m != nil {
+		seconds, _ := strconv.ParseFloat(m[3], 64) // the pattern admits digits only
+		return ProgressEvent{Kind: ScenarioEnded, ID: m[1], Result: report.Outcome(m[2]), Seconds: seconds, Message: m[4]}, true
 	}
-	seconds, _ := strconv.ParseFloat(m[3], 64) // the pattern admits digits only
-	return ProgressEvent{Kind: ScenarioEnded, ID: m[1], Result: report.Outcome(m[2]), Seconds: seconds, Message: m[4]}, true
+	if title, ok := strings.CutSuffix(line, " …"); ok && !strings.HasPrefix(line, "✓ ") && !strings.HasPrefix(line, "✗ ") {
+		return ProgressEvent{Kind: StepStarted, Title: strings.TrimPrefix(title, "• ")}, true
+	}
+	return ProgressEvent{}, false
 }

@@ -29,6 +29,8 @@ func TestProgressLinesParseAsPrinted(t *testing.T) {
 		{scenarioStartedLine("C12 the operator restarts (twice)"), ProgressEvent{Kind: ScenarioStarted, ID: "C12", Title: "C12 the operator restarts (twice)"}},
 		{scenarioEndedLine("C12", report.Passed, 12.34, nil), ProgressEvent{Kind: ScenarioEnded, ID: "C12", Result: report.Passed, Seconds: 12.3}},
 		{scenarioEndedLine("A3", report.Failed, 1, "expected denial: got allowed"), ProgressEvent{Kind: ScenarioEnded, ID: "A3", Result: report.Failed, Seconds: 1, Message: "expected denial: got allowed"}},
+		{scenarioStartedLine("P5 failover, waiting …"), ProgressEvent{Kind: ScenarioStarted, ID: "P5", Title: "P5 failover, waiting …"}},
+		{scenarioEndedLine("T2", report.Failed, 3, "still waiting …"), ProgressEvent{Kind: ScenarioEnded, ID: "T2", Result: report.Failed, Seconds: 3, Message: "still waiting …"}},
 		{scenarioEndedLine("M4", report.Skipped, 0, "needs a provider that freezes containers"), ProgressEvent{Kind: ScenarioEnded, ID: "M4", Result: report.Skipped, Message: "needs a provider that freezes containers"}},
 	} {
 		got, ok := ParseProgressLine(printed(t, tc.line))
@@ -46,6 +48,7 @@ func TestProgressLinesIgnoreEverythingElse(t *testing.T) {
 		printed(t, "✗ S1 no private key material in collected logs and artifacts: found one"),
 		printed(t, "▶ no scenario ID"),
 		printed(t, "  artifacts: /tmp/x"),
+		printed(t, "✗ Deleting cluster x (0.2s): still running …"),
 	} {
 		_, ok := ParseProgressLine(line)
 		assert.False(t, ok, line)
