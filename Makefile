@@ -106,11 +106,17 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; make test uses 5s
 # COVER=1 runs a coverage-instrumented operator (local provider) and, in `make e2e`, ends with
 # the operator's coverage from the suites and from its own tests: _output/coverage/.
 # STRESS=N runs each suite beside N CPU-bound worker processes the suite starts itself (--stress).
+# E2E_JOBS=N: `make e2e` runs N suites at once, each its own go test and cluster (default: what
+# the machine holds — local cores+1, kind cores/2, within free memory and inotify limits; it
+# checks an explicit N first). scenarios/cmd/gauntlet-e2e does it; each log: _output/e2e/<suite>/go-test.log.
 LABELS       ?=
 KEEP_CLUSTER ?=
 COVER        ?=
 STRESS       ?=
+E2E_JOBS     ?=
 E2E_OUTPUT   := $(OUTPUT)/e2e
+E2E_RUNNER   := $(OUTPUT)/bin/gauntlet-e2e
+E2E_TIMEOUT  := 30m
 COVER_OUTPUT := $(OUTPUT)/coverage
 E2E_SUITES   := $(patsubst e2e/%/,%,$(dir $(wildcard e2e/*/main_test.go)))
 E2E_ARGS      = --provider=$(PROVIDER) --kubernetes-version=$(K8S_VERSION) --operator-version=$(VERSION) \
@@ -118,15 +124,15 @@ E2E_ARGS      = --provider=$(PROVIDER) --kubernetes-version=$(K8S_VERSION) --ope
                 $(if $(LABELS),--labels=$(LABELS)) \
                 $(if $(filter 1,$(COVER)),--cover-dir=$(CURDIR)/$(COVER_OUTPUT)/e2e) \
                 $(if $(STRESS),--stress=$(STRESS))
-E2E_TEST      = go test -count=1 -v -timeout 30m
+E2E_TEST      = go test -count=1 -v -timeout $(E2E_TIMEOUT)
 
 .PHONY: e2e
-e2e: control-plane ## Every suite under e2e/ (PROVIDER, K8S_VERSION, LABELS, KEEP_CLUSTER=1, COVER=1, STRESS=N), then one table of all scenarios.
+e2e: control-plane ## Every suite under e2e/, E2E_JOBS at once (default: what the machine holds; PROVIDER, K8S_VERSION, LABELS, KEEP_CLUSTER=1, COVER=1, STRESS=N), then one table of all scenarios.
 	@rm -rf $(E2E_OUTPUT) $(if $(filter 1,$(COVER)),$(COVER_OUTPUT)); failed=0; \
-	for suite in $(E2E_SUITES); do \
-	  echo "• e2e suite $$suite"; \
-	  GAUNTLET_FAILOVER_PLAN=full $(E2E_TEST) ./e2e/$$suite -args $(E2E_ARGS) || failed=1; \
-	done; \
+	go build -o $(E2E_RUNNER) ./scenarios/cmd/gauntlet-e2e; \
+	GAUNTLET_FAILOVER_PLAN=full $(E2E_RUNNER) -suites "$(E2E_SUITES)" -jobs "$(E2E_JOBS)" -provider $(PROVIDER) \
+	  -kubernetes-version $(K8S_VERSION) -timeout $(E2E_TIMEOUT) -out $(E2E_OUTPUT) -- $(E2E_ARGS) || failed=$$?; \
+	[ $$failed -ne 2 ] || exit 2; \
 	$(if $(filter 1,$(COVER)),$(MAKE) --no-print-directory coverage-report || failed=1;) \
 	go run ./scenarios/report/cmd/e2e-summary -dir $(E2E_OUTPUT) $(if $(filter 1,$(COVER)),-coverage $(COVER_OUTPUT)) || failed=1; \
 	exit $$failed
