@@ -24,8 +24,9 @@ type combined struct {
 	rows   []row
 	totals Counts
 	counts []Counts // per suite, same order as suites
-	// seconds is the sum of the suites' wall times: suites run one after
-	// another under `make e2e`, so this is the time a person waited.
+	// seconds is the sum of the suites' wall times: the time a person waits
+	// when suites run one after another; with E2E_JOBS > 1 `make e2e` prints
+	// its shorter wall time before the table.
 	seconds float64
 }
 
