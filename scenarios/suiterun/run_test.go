@@ -72,10 +72,10 @@ func TestRunFollowsEverySuiteAndOneFailingStopsNone(t *testing.T) {
 	assert.True(t, states[2].OK(), "the suite after the crash ran")
 	assert.Equal(t, 1, states[2].Passed)
 
-	log, err := os.ReadFile(filepath.Join(out, "first", LogFile))
+	log, err := os.ReadFile(filepath.Join(out, "first", LogFile)) //nolint:gosec // G304: the log the run wrote under t.TempDir()
 	require.NoError(t, err)
 	assert.Equal(t, "[   0.1s] ▶ A1 a graph without components is denied\n[   1.1s] ✓ A1 passed (1.0s)\n", string(log), "the suite's whole output, in its directory")
-	stderr, err := os.ReadFile(filepath.Join(out, "crashes", LogFile))
+	stderr, err := os.ReadFile(filepath.Join(out, "crashes", LogFile)) //nolint:gosec // G304: the log the run wrote under t.TempDir()
 	require.NoError(t, err)
 	assert.Equal(t, "panic: something broke\n", string(stderr), "stderr too")
 
@@ -150,7 +150,7 @@ func TestAnInterruptReachesEverySuiteAndWaitsForTheirCleanup(t *testing.T) {
 	go func() { done <- r.Run(ctx) }()
 	require.Eventually(t, func() bool {
 		for _, s := range []string{"a", "b"} {
-			if log, _ := os.ReadFile(filepath.Join(out, s, LogFile)); string(log) != "running\n" {
+			if log, _ := os.ReadFile(filepath.Join(out, s, LogFile)); string(log) != "running\n" { //nolint:gosec // G304: the log the run writes under t.TempDir()
 				return false
 			}
 		}
