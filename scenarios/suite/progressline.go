@@ -10,8 +10,9 @@ import (
 )
 
 // The lines a suite prints about its own steps and its scenarios are how a program running the
-// suite follows it (`make e2e`'s gauntlet-e2e): they are written and read here only, so the
-// two cannot drift apart. Every line carries progress's elapsed-time prefix.
+// suite follows it (`make e2e`'s gauntlet-e2e): a scenario's lines are written and read here
+// only, so the two cannot drift apart, and a step's beginning is any line ending in " …" (the
+// suite's steps.Printer writes "• <title> …"). Every line carries progress's elapsed-time prefix.
 //
 //	• Installing charts/dynamo-operator …         a step of the suite's own starts (so does
 //	Creating local cluster "e2e-autocert-42" …     any line ending in " …": the provider's)
@@ -43,8 +44,6 @@ type ProgressEvent struct {
 	Seconds float64
 	Message string
 }
-
-func stepStartedLine(title string) string { return "• " + title + " …" }
 
 func scenarioStartedLine(name string) string { return "▶ " + name }
 

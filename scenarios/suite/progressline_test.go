@@ -19,12 +19,20 @@ func printed(t *testing.T, line string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
+// stepBegun is the line progress.step writes when a step begins, prefix included.
+func stepBegun(t *testing.T, title string) string {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, newProgress(&b).step(title, func() error { return nil }))
+	first, _, _ := strings.Cut(b.String(), "\n")
+	return first
+}
+
 func TestProgressLinesParseAsPrinted(t *testing.T) {
 	for _, tc := range []struct {
 		line string
 		want ProgressEvent
 	}{
-		{stepStartedLine("Creating cluster e2e-autocert-4242"), ProgressEvent{Kind: StepStarted, Title: "Creating cluster e2e-autocert-4242"}},
 		{`Creating local cluster "e2e-autocert-4242" …`, ProgressEvent{Kind: StepStarted, Title: `Creating local cluster "e2e-autocert-4242"`}},
 		{scenarioStartedLine("C12 the operator restarts (twice)"), ProgressEvent{Kind: ScenarioStarted, ID: "C12", Title: "C12 the operator restarts (twice)"}},
 		{scenarioEndedLine("C12", report.Passed, 12.34, nil), ProgressEvent{Kind: ScenarioEnded, ID: "C12", Result: report.Passed, Seconds: 12.3}},
@@ -37,13 +45,16 @@ func TestProgressLinesParseAsPrinted(t *testing.T) {
 		require.True(t, ok, tc.line)
 		assert.Equal(t, tc.want, got, tc.line)
 	}
+	got, ok := ParseProgressLine(stepBegun(t, "Creating cluster e2e-autocert-4242"))
+	require.True(t, ok)
+	assert.Equal(t, ProgressEvent{Kind: StepStarted, Title: "Creating cluster e2e-autocert-4242"}, got)
 }
 
 func TestProgressLinesIgnoreEverythingElse(t *testing.T) {
 	for _, line := range []string{
 		"=== RUN   TestAutoCert/C1_the_operator_creates_its_certificate",
 		"--- FAIL: TestAutoCert/C1_the_operator_creates_its_certificate (3.00s)",
-		stepStartedLine("no elapsed-time prefix"),
+		"• no elapsed-time prefix …",
 		printed(t, "✓ Installing charts/dynamo-operator (automatic mode) (3.2s)"),
 		printed(t, "✗ S1 no private key material in collected logs and artifacts: found one"),
 		printed(t, "▶ no scenario ID"),
