@@ -130,7 +130,27 @@ type Provider struct {
 	// then its arguments) that prepare this host for the provider's clusters of the Kubernetes
 	// version in K8S_VERSION, beyond the control-plane binaries every provider's run builds.
 	HostPreparation func() [][]string
+	// Footprint is what one suite's cluster takes from the host (make e2e's default number of
+	// suites at once, and its capacity check).
+	Footprint Footprint
 }
+
+// Footprint is what one suite's cluster of a provider takes from the host the suites run on.
+// The figures are estimates from what a suite runs, rounded up (docs/suites.md says how to
+// measure one).
+type Footprint struct {
+	// SuitesAtOnce is how many suites may run at once on a host with cores CPU cores, before
+	// the figures below limit them; nil: one at a time.
+	SuitesAtOnce func(cores int) int
+	// SharedCluster says every suite runs on the one cluster, so they cannot run at once.
+	SharedCluster bool
+	// Memory in bytes, FileHandles of the system's table (fs.file-max), InotifyInstances and
+	// InotifyWatches of the user's (fs.inotify.max_user_instances, max_user_watches).
+	Memory, FileHandles, InotifyInstances, InotifyWatches float64
+}
+
+// GiB is a gibibyte, for Footprint.Memory.
+const GiB = 1 << 30
 
 // Clusters is what a provider does for a person at the command line, on clusters that outlive
 // the command. Each method says what it did on out, or returns why it could not.

@@ -4,32 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 )
 
-// Needs is what one running suite takes from the machine. The figures are estimates from what a
-// suite runs, rounded up, until measured (docs/make.md says how):
-//   - local: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the process node,
-//     up to six operator processes, cert-manager, the test binary, and — as every suite starts —
-//     go test's link of the test binary; inotify: kube-apiserver's watched certificate files
-//     and each operator's certwatcher;
-//   - kind: a node container (systemd, containerd, kubelet, the control plane, kube-proxy,
-//     CoreDNS) besides the test binary; inotify: systemd, containerd, kubelet and cAdvisor
-//     watch files and cgroups, which kind's own known issues ask 512 instances for many nodes.
-type Needs struct {
-	Memory           float64 // bytes
-	FileHandles      float64 // of the system's table (fs.file-max)
-	InotifyInstances float64 // of this user's (fs.inotify.max_user_instances)
-	InotifyWatches   float64 // of this user's (fs.inotify.max_user_watches)
-}
-
-const gib = 1 << 30
-
-// NeedsOf are the needs of one suite per provider; existing creates no cluster.
-var NeedsOf = map[string]Needs{
-	"local":    {Memory: 1.5 * gib, FileHandles: 2048, InotifyInstances: 16, InotifyWatches: 512},
-	"kind":     {Memory: 3 * gib, FileHandles: 8192, InotifyInstances: 40, InotifyWatches: 8192},
-	"existing": {Memory: 0.5 * gib, FileHandles: 256},
-}
+const gib = cluster.GiB
 
 // MinOpenFilesPerProcess is the open-file limit (RLIMIT_NOFILE) a suite's busiest process
 // (kube-apiserver, or the operator under H5's slow clients) may need; Go programs raise their
@@ -62,7 +41,7 @@ type demand struct {
 }
 
 // demands pairs each pool with a suite's need of it.
-func (r Readings) demands(n Needs) []demand {
+func (r Readings) demands(n cluster.Footprint) []demand {
 	number := func(v float64) string { return fmt.Sprintf("%.0f", v) }
 	bytes := func(v float64) string { return fmt.Sprintf("%.1f GiB", v/gib) }
 	return []demand{
@@ -73,36 +52,21 @@ func (r Readings) demands(n Needs) []demand {
 	}
 }
 
-// DefaultJobs is how many suites run at once when E2E_JOBS is not given: for local, one more
-// than there are cores — a local suite mostly waits (on Leases, certificates, rollouts), so
-// the CPU has room for a third suite on 2 cores, and more would turn waits into contention
-// that the timing scenarios (P5's takeover times, H4's latency) feel; for kind, one per two
-// cores — each cluster keeps a kubelet, containerd and a whole control plane busy even when
-// idle; existing, one (every suite shares its one cluster). Never more than the suites, nor
-// than the machine has memory, open files and inotify room for.
-func DefaultJobs(provider string, r Readings, suites int) int {
-	var jobs int
-	switch provider {
-	case "local":
-		jobs = r.Cores + 1
-	case "kind":
-		jobs = r.Cores / 2
-	default:
-		jobs = 1
-	}
-	if need, ok := NeedsOf[provider]; ok {
-		jobs = min(jobs, fitting(r, need))
+// DefaultJobs is how many suites of a provider with footprint f run at once when E2E_JOBS is
+// not given: as many as f says the host's cores allow, never more than the suites, nor than
+// the machine has memory, open files and inotify room for, and at least one.
+func DefaultJobs(f cluster.Footprint, r Readings, suites int) int {
+	jobs := 1
+	if f.SuitesAtOnce != nil && !f.SharedCluster {
+		jobs = min(f.SuitesAtOnce(r.Cores), fitting(r, f))
 	}
 	return max(1, min(jobs, suites))
 }
 
-// CheckCapacity says what keeps the machine from running jobs suites of provider at once: one
-// sentence per limit, naming it, what it is, and what to lower (E2E_JOBS) or raise.
-func CheckCapacity(provider string, jobs int, r Readings) error {
-	need, ok := NeedsOf[provider]
-	if !ok {
-		return nil // the suite names the providers it knows
-	}
+// CheckCapacity says what keeps the machine from running jobs suites of provider, whose
+// footprint is need, at once: one sentence per limit, naming it, what it is, and what to lower
+// (E2E_JOBS) or raise.
+func CheckCapacity(provider string, need cluster.Footprint, jobs int, r Readings) error {
 	var errs []error
 	fits := fitting(r, need)
 	for _, d := range r.demands(need) {
@@ -125,7 +89,7 @@ func CheckCapacity(provider string, jobs int, r Readings) error {
 }
 
 // fitting is how many suites with need fit in what r has free.
-func fitting(r Readings, need Needs) int {
+func fitting(r Readings, need cluster.Footprint) int {
 	fits := math.MaxInt
 	for _, p := range r.demands(need) {
 		if p.need > 0 {

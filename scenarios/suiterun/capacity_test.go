@@ -5,7 +5,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
+	_ "github.com/gauntlet-dev/gauntlet/scenarios/cluster/providers"
 )
+
+// footprint is the registered footprint of provider.
+func footprint(t *testing.T, provider string) cluster.Footprint {
+	t.Helper()
+	p, err := cluster.Lookup(provider)
+	require.NoError(t, err)
+	return p.Footprint
+}
 
 // roomy is a 2-core machine with room for many suites.
 func roomy() Readings {
@@ -21,33 +32,33 @@ func roomy() Readings {
 
 func TestDefaultJobsFollowCoresPerProvider(t *testing.T) {
 	r := roomy()
-	assert.Equal(t, 3, DefaultJobs("local", r, 6), "local: cores + 1")
-	assert.Equal(t, 1, DefaultJobs("kind", r, 6), "kind: one per two cores")
-	assert.Equal(t, 1, DefaultJobs("existing", r, 6), "existing: its one cluster")
+	assert.Equal(t, 3, DefaultJobs(footprint(t, "local"), r, 6), "local: cores + 1")
+	assert.Equal(t, 1, DefaultJobs(footprint(t, "kind"), r, 6), "kind: one per two cores")
+	assert.Equal(t, 1, DefaultJobs(footprint(t, "existing"), r, 6), "existing: its one cluster")
 	r.Cores = 8
 	r.InotifyInstances.Free = 512
-	assert.Equal(t, 6, DefaultJobs("local", r, 6), "never more than the suites")
-	assert.Equal(t, 4, DefaultJobs("kind", r, 6))
+	assert.Equal(t, 6, DefaultJobs(footprint(t, "local"), r, 6), "never more than the suites")
+	assert.Equal(t, 4, DefaultJobs(footprint(t, "kind"), r, 6))
 }
 
 func TestDefaultJobsFitTheMachine(t *testing.T) {
 	r := roomy()
 	r.Memory.Free = 3.2 * gib
-	assert.Equal(t, 2, DefaultJobs("local", r, 6), "2 × 1.5 GiB fit in 3.2 GiB, 3 do not")
+	assert.Equal(t, 2, DefaultJobs(footprint(t, "local"), r, 6), "2 × 1.5 GiB fit in 3.2 GiB, 3 do not")
 	r = roomy()
 	r.InotifyInstances.Free = 20
-	assert.Equal(t, 1, DefaultJobs("local", r, 6), "16 instances each")
+	assert.Equal(t, 1, DefaultJobs(footprint(t, "local"), r, 6), "16 instances each")
 	r.Memory.Free = 0.1 * gib
-	assert.Equal(t, 1, DefaultJobs("local", r, 6), "at least one, as make e2e always ran")
+	assert.Equal(t, 1, DefaultJobs(footprint(t, "local"), r, 6), "at least one, as make e2e always ran")
 }
 
 func TestCapacityCheckNamesTheLimitAndTheSetting(t *testing.T) {
 	r := roomy()
-	require.NoError(t, CheckCapacity("local", 3, r))
+	require.NoError(t, CheckCapacity("local", footprint(t, "local"), 3, r))
 
 	r.Memory = Pool{Free: 4 * gib, Source: "MemAvailable in /proc/meminfo is 4.0 GiB", More: "free memory"}
 	r.InotifyInstances = Pool{Free: 40, Source: "fs.inotify.max_user_instances is 128, 88 in use", More: "raise it: sysctl -w fs.inotify.max_user_instances=512"}
-	err := CheckCapacity("local", 4, r)
+	err := CheckCapacity("local", footprint(t, "local"), 4, r)
 	assert.EqualError(t, err, "E2E_JOBS=4 needs 6.0 GiB of free memory (1.5 GiB per local suite), and MemAvailable in /proc/meminfo is 4.0 GiB: lower E2E_JOBS to 2, or free memory\n"+
 		"E2E_JOBS=4 needs 64 inotify instances (16 per local suite), and fs.inotify.max_user_instances is 128, 88 in use: lower E2E_JOBS to 2, or raise it: sysctl -w fs.inotify.max_user_instances=512",
 	)
@@ -56,13 +67,13 @@ func TestCapacityCheckNamesTheLimitAndTheSetting(t *testing.T) {
 func TestCapacityCheckWhenNotOneSuiteFits(t *testing.T) {
 	r := roomy()
 	r.InotifyWatches = Pool{Free: 100, Source: "fs.inotify.max_user_watches is 8192, 8092 in use", More: "raise it: sysctl -w fs.inotify.max_user_watches=524288"}
-	assert.EqualError(t, CheckCapacity("kind", 1, r), "E2E_JOBS=1 needs 8192 inotify watches (8192 per kind suite), and fs.inotify.max_user_watches is 8192, 8092 in use: raise it: sysctl -w fs.inotify.max_user_watches=524288")
+	assert.EqualError(t, CheckCapacity("kind", footprint(t, "kind"), 1, r), "E2E_JOBS=1 needs 8192 inotify watches (8192 per kind suite), and fs.inotify.max_user_watches is 8192, 8092 in use: raise it: sysctl -w fs.inotify.max_user_watches=524288")
 }
 
 func TestCapacityCheckOfTheOpenFileLimit(t *testing.T) {
 	r := roomy()
 	r.OpenFilesPerProcess = 1024
-	err := CheckCapacity("local", 1, r)
+	err := CheckCapacity("local", footprint(t, "local"), 1, r)
 	assert.ErrorContains(t, err, "the open-file limit (RLIMIT_NOFILE, `ulimit -Hn`) is 1024")
 	assert.ErrorContains(t, err, "E2E_JOBS does not change it")
 }

@@ -35,7 +35,11 @@ const (
 	CertManagerNamespaceEnv = "CERT_MANAGER_NAMESPACE"
 )
 
-func init() { cluster.Register(ProviderName, cluster.Provider{Start: start, Clusters: commandLine{}}) }
+func init() {
+	cluster.Register(ProviderName, cluster.Provider{Start: start, Clusters: commandLine{},
+		// The suite's own process only; every suite uses the one cluster KUBECONFIG names.
+		Footprint: cluster.Footprint{SharedCluster: true, Memory: 0.5 * cluster.GiB, FileHandles: 256}})
+}
 
 func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	kubeconfig, err := kubeconfigPath()

@@ -26,7 +26,17 @@ const ProviderName = "kind"
 const NodeImageEnv = "KIND_NODE_IMAGE"
 
 func init() {
-	cluster.Register(ProviderName, cluster.Provider{Start: start, Clusters: commandLine{}, HostPreparation: hostPreparation})
+	cluster.Register(ProviderName, cluster.Provider{Start: start, Clusters: commandLine{}, HostPreparation: hostPreparation, Footprint: footprint})
+}
+
+// footprint: a node container (systemd, containerd, kubelet, the control plane, kube-proxy,
+// CoreDNS) besides the test binary; inotify: systemd, containerd, kubelet and cAdvisor watch
+// files and cgroups, for which kind's own known issues ask 512 instances for many nodes. Each
+// cluster keeps a kubelet, containerd and a whole control plane busy even when idle: one
+// suite per two cores.
+var footprint = cluster.Footprint{
+	SuitesAtOnce: func(cores int) int { return cores / 2 },
+	Memory:       3 * cluster.GiB, FileHandles: 8192, InotifyInstances: 40, InotifyWatches: 8192,
 }
 
 // hostPreparation checks that the host runs privileged containers and builds the version's

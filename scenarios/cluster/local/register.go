@@ -19,7 +19,18 @@ import (
 const ProviderName = "local"
 
 func init() {
-	cluster.Register(ProviderName, cluster.Provider{Start: start, Clusters: commandLine{}, OperatorCoverage: true})
+	cluster.Register(ProviderName, cluster.Provider{Start: start, Clusters: commandLine{}, OperatorCoverage: true, Footprint: footprint})
+}
+
+// footprint: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the process node,
+// up to six operator processes, cert-manager, the test binary, and — as every suite starts —
+// go test's link of the test binary; inotify: kube-apiserver's watched certificate files and
+// each operator's certwatcher. A local suite mostly waits (on Leases, certificates, rollouts),
+// so the CPU has room for one more suite than it has cores; more would turn waits into
+// contention that the timing scenarios (P5's takeover times, H4's latency) feel.
+var footprint = cluster.Footprint{
+	SuitesAtOnce: func(cores int) int { return cores + 1 },
+	Memory:       1.5 * cluster.GiB, FileHandles: 2048, InotifyInstances: 16, InotifyWatches: 512,
 }
 
 // start gives a suite its local cluster: it builds the operator, then creates the cluster or

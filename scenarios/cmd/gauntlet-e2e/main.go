@@ -22,16 +22,20 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/matrix"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
 	"github.com/gauntlet-dev/gauntlet/scenarios/suiterun"
 	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+
+	// Every cluster provider: their footprints and host preparation.
+	_ "github.com/gauntlet-dev/gauntlet/scenarios/cluster/providers"
 )
 
 func main() {
 	suites := flag.String("suites", "", "suites under e2e/, space-separated, run in this order")
 	jobs := flag.String("jobs", "", "how many suites run at once (E2E_JOBS; default: what the machine holds)")
-	provider := flag.String("provider", suite.DefaultProvider, "the suites' provider (PROVIDER), for the default of -jobs and the capacity check; pass --provider to the suites too")
+	provider := flag.String("provider", cluster.DefaultProvider, "the suites' provider (PROVIDER), for the default of -jobs and the capacity check; pass --provider to the suites too")
 	version := flag.String("kubernetes-version", suite.DefaultKubernetesVersion, "the suites' Kubernetes version (K8S_VERSION): kind's node image is built for it first")
 	timeout := flag.String("timeout", "30m", "go test -timeout of each suite")
 	out := flag.String("out", "_output/e2e", "the suites' report directory (their --e2e-output): each suite's log goes to <out>/<suite>/"+suiterun.LogFile)
@@ -54,21 +58,25 @@ func run(suites []string, jobsArg, provider, version, timeout, out string, suite
 	if out, err = filepath.Abs(out); err != nil {
 		return fail("%v", err)
 	}
+	p, err := cluster.Lookup(provider)
+	if err != nil {
+		return fail("%v", err)
+	}
 	machine, err := suiterun.ReadMachine()
 	if err != nil {
 		return fail("reading this machine's capacity: %v", err)
 	}
-	jobs, why := suiterun.DefaultJobs(provider, machine, len(suites)), "what this machine holds"
+	jobs, why := suiterun.DefaultJobs(p.Footprint, machine, len(suites)), "what this machine holds"
 	if jobsArg != "" {
 		if jobs, err = strconv.Atoi(jobsArg); err != nil || jobs < 1 {
 			return fail("E2E_JOBS=%s: give a number of suites, at least 1", jobsArg)
 		}
 		why = "E2E_JOBS"
 	}
-	if provider == "existing" && jobs > 1 {
-		return fail("E2E_JOBS=%d with PROVIDER=existing: every suite would use the one cluster KUBECONFIG names, and a suite refuses a cluster holding another suite's release; run them one after another (E2E_JOBS=1)", jobs)
+	if p.Footprint.SharedCluster && jobs > 1 {
+		return fail("E2E_JOBS=%d with PROVIDER=%s: every suite would use its one cluster, and a suite refuses a cluster holding another suite's release; run them one after another (E2E_JOBS=1)", jobs, provider)
 	}
-	if err := suiterun.CheckCapacity(provider, jobs, machine); err != nil {
+	if err := suiterun.CheckCapacity(provider, p.Footprint, jobs, machine); err != nil {
 		lines := "  - " + strings.ReplaceAll(err.Error(), "\n", "\n  - ")
 		if jobs > 1 {
 			return fail("this machine cannot hold %d %s suites at once:\n%s", jobs, provider, lines)
@@ -96,9 +104,9 @@ func run(suites []string, jobsArg, provider, version, timeout, out string, suite
 		r.Note("still waiting for the running suites to delete their clusters; their logs say how far they are")
 	})
 	defer stop()
-	if provider == "kind" {
-		// Every kind suite would otherwise build the missing node image at the same time.
-		if err := prepareKind(ctx, root, version, out); err != nil {
+	if p.HostPreparation != nil {
+		// Every suite would otherwise prepare the host (build kind's node image) at the same time.
+		if err := prepareHost(ctx, root, provider, version, out); err != nil {
 			return fail("%v", err)
 		}
 	}
@@ -122,18 +130,18 @@ func run(suites []string, jobsArg, provider, version, timeout, out string, suite
 	return 0
 }
 
-// prepareKind builds (or finds) kind's node image for version once, as the matrix does for its
-// cells; its output goes to <out>/prepare-kind.log.
-func prepareKind(ctx context.Context, root, version, out string) error {
-	path := filepath.Join(out, "prepare-kind.log")
+// prepareHost runs the provider's host preparation (kind: builds or finds its node image for
+// version) once, as the matrix does for its cells; its output goes to <out>/prepare-<provider>.log.
+func prepareHost(ctx context.Context, root, provider, version, out string) error {
+	path := filepath.Join(out, "prepare-"+provider+".log")
 	log, err := os.Create(path) //nolint:gosec // G304: a log in the output directory the caller chose
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Close() }() // written through
-	fmt.Printf("e2e: preparing kind for Kubernetes %s (node image; log: %s) …\n", version, suiterun.DisplayPath(path))
-	if err := (matrix.Commands{Root: root}).Prepare(ctx, version, "kind", log); err != nil {
-		return fmt.Errorf("preparing kind (see %s): %w", suiterun.DisplayPath(path), err)
+	fmt.Printf("e2e: preparing this host for %s clusters of Kubernetes %s (log: %s) …\n", provider, version, suiterun.DisplayPath(path))
+	if err := (matrix.Commands{Root: root}).Prepare(ctx, version, provider, log); err != nil {
+		return fmt.Errorf("preparing this host for %s (see %s): %w", provider, suiterun.DisplayPath(path), err)
 	}
 	return nil
 }
