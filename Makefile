@@ -129,7 +129,7 @@ E2E_TEST      = go test -count=1 -v -timeout $(E2E_TIMEOUT)
 .PHONY: e2e
 e2e: control-plane ## Every suite under e2e/, E2E_JOBS at once (default: what the machine holds; PROVIDER, K8S_VERSION, LABELS, KEEP_CLUSTER=1, COVER=1, STRESS=N), then one table of all scenarios.
 	@rm -rf $(E2E_OUTPUT) $(if $(filter 1,$(COVER)),$(COVER_OUTPUT)); failed=0; \
-	go build -o $(E2E_RUNNER) ./scenarios/cmd/gauntlet-e2e; \
+	go build -o $(E2E_RUNNER) ./scenarios/cmd/gauntlet-e2e || exit 2; \
 	GAUNTLET_FAILOVER_PLAN=full $(E2E_RUNNER) -suites "$(E2E_SUITES)" -jobs "$(E2E_JOBS)" -provider $(PROVIDER) \
 	  -kubernetes-version $(K8S_VERSION) -timeout $(E2E_TIMEOUT) -out $(E2E_OUTPUT) -- $(E2E_ARGS) || failed=$$?; \
 	[ $$failed -ne 2 ] || exit 2; \
