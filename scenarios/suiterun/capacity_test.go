@@ -74,7 +74,7 @@ func TestCapacityCheckOfTheOpenFileLimit(t *testing.T) {
 	r := roomy()
 	r.OpenFilesPerProcess = 1024
 	err := CheckCapacity("local", footprint(t, "local"), 1, r)
-	assert.ErrorContains(t, err, "the open-file limit (RLIMIT_NOFILE, `ulimit -Hn`) is 1024")
+	require.ErrorContains(t, err, "the open-file limit (RLIMIT_NOFILE, `ulimit -Hn`) is 1024")
 	assert.ErrorContains(t, err, "E2E_JOBS does not change it")
 }
 

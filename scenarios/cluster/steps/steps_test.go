@@ -3,7 +3,6 @@ package steps_test
 import (
 	"bytes"
 	"errors"
-	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,14 +21,14 @@ func run(p *steps.Printer) {
 func TestNewPrintsAColumnPerStepOnceItEnded(t *testing.T) {
 	var out bytes.Buffer
 	run(steps.New(&out))
-	assert.Regexp(t, regexp.MustCompile(`^ ✓ Starting control plane {32}   \d+\.\ds\n ✗ Creating nodes {40}   \d+\.\ds\n$`), out.String())
+	assert.Regexp(t, `^ ✓ Starting control plane {32}   \d+\.\ds\n ✗ Creating nodes {40}   \d+\.\ds\n$`, out.String())
 }
 
 func TestNewLogPrintsWhereAStepBeginsAndHowItEnded(t *testing.T) {
 	var out bytes.Buffer
 	run(steps.NewLog(&out))
-	assert.Regexp(t, regexp.MustCompile(`^• Starting control plane …\n✓ Starting control plane \(\d+\.\ds\)\n`+
-		`• Creating nodes …\n✗ Creating nodes \(\d+\.\ds\): no Docker\n$`), out.String())
+	assert.Regexp(t, `^• Starting control plane …\n✓ Starting control plane \(\d+\.\ds\)\n`+
+		`• Creating nodes …\n✗ Creating nodes \(\d+\.\ds\): no Docker\n$`, out.String())
 }
 
 func TestStepReturnsTheStepsError(t *testing.T) {
