@@ -297,3 +297,17 @@ func TestServerAnswersARequestItHasBegunToReadWhenTheDrainEnds(t *testing.T) {
 	assert.True(t, resp.Close, "expected `Connection: close` on the answer")
 	s.requireStoppedWithin(t, 2*time.Second, "the last connection closed after its response")
 }
+
+// A connection that never sends a request (a port scan, a client that stalled in its
+// handshake) holds the stop no longer than it did before the drain: the server waits for the
+// connections in use only, and net/http's Shutdown closes a new connection with no request
+// after 5 s, not at the handshake timeout (32 s).
+func TestServerStopsDespiteASilentConnection(t *testing.T) {
+	s := startServer(t, 100*time.Millisecond)
+	silent, err := net.Dial("tcp", s.addr.String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = silent.Close() })
+
+	s.stop()
+	s.requireStoppedWithin(t, 10*time.Second, "a connection without a request is closed 5 s into the shutdown")
+}

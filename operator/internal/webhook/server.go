@@ -135,9 +135,11 @@ func (s *Server) Start(ctx context.Context) error {
 
 // drain keeps serving, closing each connection after its response, until no connection is
 // left or the drain timeout passes; then it resets each idle connection left as long as nothing
-// of a next request has arrived on it, until none is left or shutdownTimeout passes. It must outwait them
-// all: net/http's Shutdown closes every connection it calls idle, and it calls one idle until
-// it has read the whole header of the next request.
+// of a next request has arrived on it, until none but new ones (no request yet) is left or
+// shutdownTimeout passes. It must outwait the idle ones a request is arriving on: net/http's
+// Shutdown closes every connection it calls idle, and it calls one idle until it has read the
+// whole header of the next request. New ones it treats as the server always did: it waits for
+// their first request, and closes those that have had none for 5 s.
 func (s *Server) drain() {
 	s.draining.Store(true)
 	begun := time.Now()
@@ -151,21 +153,21 @@ func (s *Server) drain() {
 			return
 		}
 	}
-	reset, left := s.conns.resetIdle()
+	reset, inUse := s.conns.resetIdle()
 	// "drain timeout: idle connections reset" is a documented log line (H8 sends the rest of a
 	// request it began once it reads it).
 	s.log.Info("drain timeout: idle connections reset, the others close after their response",
-		"reset", reset, "inUse", left, "after", time.Since(begun).String())
+		"reset", reset, "inUse", inUse, "after", time.Since(begun).String())
 	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, shutdownTimeout, true, func(context.Context) (bool, error) {
-		r, left := s.conns.resetIdle()
+		r, inUse := s.conns.resetIdle()
 		reset += r
-		return left == 0, nil
+		return inUse == 0, nil
 	})
 	if err != nil {
-		s.log.Info("connections still open after the drain are closed", "open", s.conns.count(), "after", time.Since(begun).String())
+		s.log.Info("connections still in use after the drain are closed", "open", s.conns.count(), "after", time.Since(begun).String())
 		return
 	}
-	s.log.Info("drained: no connection left", "reset", reset, "after", time.Since(begun).String())
+	s.log.Info("drained: no connection in use left", "reset", reset, "after", time.Since(begun).String())
 }
 
 // closingWhenDraining answers with `Connection: close` once the server drains, so the client
@@ -222,17 +224,21 @@ func (c *connections) count() int {
 }
 
 // resetIdle resets (RST) every idle connection on which nothing of a next request has arrived,
-// and says how many it reset and how many connections are left.
-func (c *connections) resetIdle() (reset, left int) {
+// and says how many it reset and how many connections are left in use: answering, or idle
+// with a request arriving (new connections, with no request yet, are not counted).
+func (c *connections) resetIdle() (reset, inUse int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for conn, state := range c.state {
-		if state == http.StateIdle && abortIfNothingArrived(conn) {
+		switch {
+		case state == http.StateIdle && abortIfNothingArrived(conn):
 			delete(c.state, conn)
 			reset++
+		case state != http.StateNew:
+			inUse++
 		}
 	}
-	return reset, len(c.state)
+	return reset, inUse
 }
 
 // abortIfNothingArrived closes conn, an idle connection, with a TCP reset if nothing of a next
