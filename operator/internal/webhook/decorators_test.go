@@ -17,6 +17,7 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -106,6 +107,17 @@ func createRequest(ns string) context.Context {
 	}})
 }
 
+// createRequestOf is createRequest in obj's namespace, carrying obj as the API server sends it.
+func createRequestOf(t *testing.T, obj client.Object) context.Context {
+	t.Helper()
+	raw, err := json.Marshal(obj)
+	require.NoError(t, err)
+	req, err := admission.RequestFromContext(createRequest(obj.GetNamespace()))
+	require.NoError(t, err)
+	req.Object = runtime.RawExtension{Raw: raw}
+	return admission.NewContextWithRequest(context.Background(), req)
+}
+
 func TestLeaseAware(t *testing.T) {
 	const hook = "validate-test-leaseaware"
 	logs := &logLines{}
@@ -173,7 +185,7 @@ func TestLeaseAware(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, patch, 1)
 		patch, err = LeaseAwarePatcher(nil, log, Patcher[*v1beta1.DynamoGraphDeploymentRequest](defaulting.GraphDeploymentRequest{Image: "img"})).
-			Patch(createRequest("team-a"), profileRequest("team-a"))
+			Patch(createRequestOf(t, profileRequest("team-a")), profileRequest("team-a"))
 		require.NoError(t, err)
 		assert.Equal(t, []jsonpatch.JsonPatchOperation{jsonpatch.NewOperation("add", "/spec/image", "img")}, patch)
 	})
@@ -201,7 +213,7 @@ func assertNoPatchInExcludedNamespace[T client.Object](t *testing.T, hook string
 	assert.Empty(t, patch)
 	assert.Equal(t, 1, requests(hook, admissionv1.Create, metrics.ResultSkipped))
 
-	patch, err = p.Patch(createRequest("team-b"), inTeamB)
+	patch, err = p.Patch(createRequestOf(t, inTeamB), inTeamB)
 	require.NoError(t, err)
 	assert.Equal(t, []jsonpatch.JsonPatchOperation{want}, patch)
 	assert.Equal(t, 1, requests(hook, admissionv1.Create, metrics.ResultAllowed))

@@ -93,18 +93,21 @@ func (d GraphDeploymentRequest) Patch(ctx context.Context, r *v1beta1.DynamoGrap
 			return nil, nil
 		}
 	}
-	return []jsonpatch.JsonPatchOperation{addImage(&r.Spec, d.Image)}, nil
+	return []jsonpatch.JsonPatchOperation{addImage(req.Object.Raw, d.Image)}, nil
 }
 
-// addImage is the JSON patch operation that sets the image of the request whose spec decoded
-// as spec. An "add" replaces a member that is there, so an empty image is replaced; a spec
-// that decodes empty may be missing, null or an object of members that decode as absent, and
-// is replaced by one with just the image.
-func addImage(spec *v1beta1.DynamoGraphDeploymentRequestSpec, image string) jsonpatch.JsonPatchOperation {
-	if reflect.ValueOf(*spec).IsZero() {
-		return jsonpatch.NewOperation("add", "/spec", map[string]string{"image": image})
+// addImage is the JSON patch operation that sets the image of the request object, as the API
+// server sent it. An "add" replaces a member that is there, so an empty image is replaced; a
+// spec that is missing or null is added with just the image. The object's spec is looked at as
+// sent, not as decoded: a spec of members that decode as absent ("autoApply": false) keeps them.
+func addImage(object []byte, image string) jsonpatch.JsonPatchOperation {
+	var sent struct {
+		Spec json.RawMessage `json:"spec"`
 	}
-	return jsonpatch.NewOperation("add", "/spec/image", image)
+	if json.Unmarshal(object, &sent) == nil && len(sent.Spec) > 0 && sent.Spec[0] == '{' {
+		return jsonpatch.NewOperation("add", "/spec/image", image)
+	}
+	return jsonpatch.NewOperation("add", "/spec", map[string]string{"image": image})
 }
 
 func operation(ctx context.Context) (admissionv1.Operation, error) {

@@ -32,14 +32,18 @@ func withOperation(op admissionv1.Operation, old runtime.Object) context.Context
 	return admission.NewContextWithRequest(context.Background(), req)
 }
 
-// patched decodes obj (raw JSON) into T, applies the patch that p returns for it as the API
-// server applies a mutating webhook's patch, and returns the patch and the object it gives
-// ("" and obj when there is no patch).
+// patched decodes obj (raw JSON) into T, applies the patch that p returns for it — the request
+// in ctx carrying obj, as the API server sends it — as the API server applies a mutating
+// webhook's patch, and returns the patch and the object it gives ("" and obj when there is no
+// patch).
 func patched[T, Op any](t *testing.T, p func(context.Context, *T) ([]Op, error), ctx context.Context, obj string) (string, string) {
 	t.Helper()
 	var decoded T
 	require.NoError(t, json.Unmarshal([]byte(obj), &decoded))
-	ops, err := p(ctx, &decoded)
+	req, err := admission.RequestFromContext(ctx)
+	require.NoError(t, err)
+	req.Object = runtime.RawExtension{Raw: []byte(obj)}
+	ops, err := p(admission.NewContextWithRequest(ctx, req), &decoded)
 	require.NoError(t, err)
 	if len(ops) == 0 {
 		return "", obj
@@ -175,9 +179,10 @@ func TestGraphDeploymentRequest(t *testing.T) {
 		{name: "A7/create keeps a chosen image", ctx: create, obj: `{"metadata":{"name":"r"},"spec":{"model":"m","image":"mine:1"}}`},
 		{name: "A7/create of a request without spec adds it", ctx: create, obj: `{"metadata":{"name":"r"}}`, patch: addSpec, filledIn: imageOnly},
 		{name: "A7/create replaces a null spec", ctx: create, obj: `{"metadata":{"name":"r"},"spec":null}`, patch: addSpec, filledIn: imageOnly},
-		{name: "A7/create replaces an empty spec", ctx: create, obj: `{"metadata":{"name":"r"},"spec":{}}`, patch: addSpec, filledIn: imageOnly},
-		{name: "A7/create replaces a spec whose members all decode as absent", ctx: create,
-			obj: `{"metadata":{"name":"r"},"spec":{"model":"","autoApply":false}}`, patch: addSpec, filledIn: imageOnly},
+		{name: "A7/create fills in an empty spec", ctx: create, obj: `{"metadata":{"name":"r"},"spec":{}}`, patch: addImage, filledIn: imageOnly},
+		{name: "A7/create keeps the members of a spec that decode as absent", ctx: create,
+			obj: `{"metadata":{"name":"r"},"spec":{"model":"","autoApply":false}}`, patch: addImage,
+			filledIn: `{"metadata":{"name":"r"},"spec":{"model":"","autoApply":false,"image":"` + image + `"}}`},
 		{name: "A7/update of a request without phase fills in the image", ctx: withOperation(admissionv1.Update, inPhase("")),
 			obj: `{"metadata":{"name":"r"},"spec":{"model":"m"}}`, patch: addImage, filledIn: imageFilled},
 		{name: "A7/update of a Pending request fills in the image", ctx: withOperation(admissionv1.Update, inPhase(v1beta1.PhasePending)),
