@@ -68,7 +68,7 @@ CLUSTER_CLI   := $(OUTPUT)/bin/gauntlet-cluster
 
 .PHONY: cluster-cli
 cluster-cli:
-	@go build -o $(CLUSTER_CLI) ./scenarios/cmd/gauntlet-cluster
+	@go build -o $(CLUSTER_CLI) ./scenarios/tools/cmd/gauntlet-cluster
 
 .PHONY: cluster-up
 cluster-up: control-plane cluster-cli ## Create cluster CLUSTER with PROVIDER (local|kind; existing: check KUBECONFIG's; CLUSTER_FLAGS: --cert-manager, --config=FILE, --no-node).
@@ -100,7 +100,7 @@ test: lint control-plane kind-host-check kind-node-image ## Lint, every module's
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; make test uses 5s).
 	@hack/fuzz.sh $(FUZZTIME)
 
-# End-to-end suites: one directory per suite under e2e/ (a TestMain built on scenarios/suite).
+# End-to-end suites: one directory per suite under e2e/ (a TestMain built on scenarios/framework/suite).
 # PROVIDER (local|kind|existing), K8S_VERSION, LABELS (e2e-framework --labels, e.g. scenario=C1),
 # KEEP_CLUSTER=1 (keep the cluster and reuse it next run). Reports: _output/e2e/<suite>/.
 # COVER=1 runs a coverage-instrumented operator (local provider) and, in `make e2e`, ends with
@@ -108,7 +108,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; make test uses 5s
 # STRESS=N runs each suite beside N CPU-bound worker processes the suite starts itself (--stress).
 # E2E_JOBS=N: `make e2e` runs N suites at once, each its own go test and cluster (default: what
 # the machine holds — local cores+1, kind cores/2, within free memory and inotify limits; it
-# checks an explicit N first). scenarios/cmd/gauntlet-e2e does it; each log: _output/e2e/<suite>/go-test.log.
+# checks an explicit N first). scenarios/tools/cmd/gauntlet-e2e does it; each log: _output/e2e/<suite>/go-test.log.
 LABELS       ?=
 KEEP_CLUSTER ?=
 COVER        ?=
@@ -129,12 +129,12 @@ E2E_TEST      = go test -count=1 -v -timeout $(E2E_TIMEOUT)
 .PHONY: e2e
 e2e: control-plane ## Every suite under e2e/, E2E_JOBS at once (default: what the machine holds; PROVIDER, K8S_VERSION, LABELS, KEEP_CLUSTER=1, COVER=1, STRESS=N), then one table of all scenarios.
 	@rm -rf $(E2E_OUTPUT) $(if $(filter 1,$(COVER)),$(COVER_OUTPUT)); failed=0; \
-	go build -o $(E2E_RUNNER) ./scenarios/cmd/gauntlet-e2e || exit 2; \
+	go build -o $(E2E_RUNNER) ./scenarios/tools/cmd/gauntlet-e2e || exit 2; \
 	GAUNTLET_FAILOVER_PLAN=full $(E2E_RUNNER) -suites "$(E2E_SUITES)" -jobs "$(E2E_JOBS)" -provider $(PROVIDER) \
 	  -kubernetes-version $(K8S_VERSION) -timeout $(E2E_TIMEOUT) -out $(E2E_OUTPUT) -- $(E2E_ARGS) || failed=$$?; \
 	[ $$failed -ne 2 ] || exit 2; \
 	$(if $(filter 1,$(COVER)),$(MAKE) --no-print-directory coverage-report || failed=1;) \
-	go run ./scenarios/report/cmd/e2e-summary -dir $(E2E_OUTPUT) $(if $(filter 1,$(COVER)),-coverage $(COVER_OUTPUT)) || failed=1; \
+	go run ./scenarios/tools/cmd/e2e-summary -dir $(E2E_OUTPUT) $(if $(filter 1,$(COVER)),-coverage $(COVER_OUTPUT)) || failed=1; \
 	exit $$failed
 
 # The e2e matrix: every suite × provider × Kubernetes version, one cell after another, one grid.
@@ -144,11 +144,11 @@ SUITES    ?=
 
 .PHONY: e2e-matrix
 e2e-matrix: ## Suites × providers × Kubernetes versions (VERSIONS, PROVIDERS, SUITES; default all; STRESS=N), one cell after another: _output/matrix/report.md.
-	@go run ./scenarios/cmd/gauntlet-matrix -versions "$(VERSIONS)" -providers "$(PROVIDERS)" -suites "$(SUITES)" -stress "$(STRESS)" -out $(OUTPUT)/matrix
+	@go run ./scenarios/tools/cmd/gauntlet-matrix -versions "$(VERSIONS)" -providers "$(PROVIDERS)" -suites "$(SUITES)" -stress "$(STRESS)" -out $(OUTPUT)/matrix
 
 .PHONY: e2e-matrix-merge
 e2e-matrix-merge: ## One report of earlier matrix runs: PARTS (their output directories) → _output/matrix/report.md (the nightly workflow's last job).
-	@go run ./scenarios/cmd/gauntlet-matrix -merge "$(PARTS)" -out $(OUTPUT)/matrix
+	@go run ./scenarios/tools/cmd/gauntlet-matrix -merge "$(PARTS)" -out $(OUTPUT)/matrix
 
 # Mutation testing through the suites (local provider): MUTANTS mutants that compile, picked
 # by MUTATE_SEED, MUTATE_JOBS of them at once (or the mutants MUTANT_IDS names, comma-separated);
@@ -160,7 +160,7 @@ MUTANT_IDS  ?=
 
 .PHONY: mutate
 mutate: control-plane ## Mutation testing of the operator and chart through the e2e suites: _output/mutate/report.md (MUTANTS, MUTATE_SEED, MUTATE_JOBS, MUTANT_IDS).
-	@go run ./scenarios/cmd/gauntlet-mutate -mutants $(MUTANTS) -seed $(MUTATE_SEED) -jobs $(MUTATE_JOBS) -only "$(MUTANT_IDS)" -out $(OUTPUT)/mutate -coverage $(COVER_OUTPUT)/e2e
+	@go run ./scenarios/tools/cmd/gauntlet-mutate -mutants $(MUTANTS) -seed $(MUTATE_SEED) -jobs $(MUTATE_JOBS) -only "$(MUTANT_IDS)" -out $(OUTPUT)/mutate -coverage $(COVER_OUTPUT)/e2e
 
 .PHONY: coverage-report
 coverage-report: ## Operator coverage: the counters of COVER=1 suites (_output/coverage/e2e) with the operator's unit and envtest tests, as _output/coverage/.
@@ -169,7 +169,7 @@ coverage-report: ## Operator coverage: the counters of COVER=1 suites (_output/c
 	@go test -count=1 -cover -covermode=atomic -coverpkg=github.com/gauntlet-dev/gauntlet/operator/... ./operator/... \
 	  -args -test.gocoverdir=$(CURDIR)/$(COVER_OUTPUT)/unit > $(COVER_OUTPUT)/unit-tests.log 2>&1 \
 	  || { tail -30 $(COVER_OUTPUT)/unit-tests.log; echo "✗ operator tests failed; full log: $(COVER_OUTPUT)/unit-tests.log"; exit 1; }
-	@go run ./scenarios/report/cmd/e2e-coverage -e2e $(COVER_OUTPUT)/e2e -unit $(COVER_OUTPUT)/unit -out $(COVER_OUTPUT)
+	@go run ./scenarios/tools/cmd/e2e-coverage -e2e $(COVER_OUTPUT)/e2e -unit $(COVER_OUTPUT)/unit -out $(COVER_OUTPUT)
 
 .PHONY: e2e-auto-certs
 e2e-auto-certs: control-plane ## Suite e2e/autocert: automatic certificate mode and admission scenarios.

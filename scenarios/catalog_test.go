@@ -17,14 +17,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/admission"
-	"github.com/gauntlet-dev/gauntlet/scenarios/certmodes"
-	"github.com/gauntlet-dev/gauntlet/scenarios/conversion"
-	"github.com/gauntlet-dev/gauntlet/scenarios/hostile"
-	"github.com/gauntlet-dev/gauntlet/scenarios/install"
-	"github.com/gauntlet-dev/gauntlet/scenarios/leases"
-	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
-	"github.com/gauntlet-dev/gauntlet/scenarios/troubleshooting"
+	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/admission"
+	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/certmodes"
+	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/conversion"
+	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/hostile"
+	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/leases"
+	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/troubleshooting"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
 // catalogFile is the catalog, relative to this package's directory (the scenarios module).

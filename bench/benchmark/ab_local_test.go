@@ -14,7 +14,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/bench/report"
 	"github.com/gauntlet-dev/gauntlet/bench/result"
 	"github.com/gauntlet-dev/gauntlet/bench/testbed"
-	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
 // TestABSmokeOnLocal runs `make bench-compare`'s pipeline in about a minute: side A built from

@@ -15,7 +15,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/bench/report"
 	"github.com/gauntlet-dev/gauntlet/bench/result"
 	"github.com/gauntlet-dev/gauntlet/bench/testbed"
-	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
 // TestSmokeBench runs the whole pipeline in seconds: a real API server

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/bench/result"
-	scenarioreport "github.com/gauntlet-dev/gauntlet/scenarios/report"
+	scenarioreport "github.com/gauntlet-dev/gauntlet/scenarios/framework/report"
 )
 
 // File names WriteFiles creates in a run directory.

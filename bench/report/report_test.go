@@ -18,7 +18,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/gauntlet-dev/gauntlet/bench/result"
-	"github.com/gauntlet-dev/gauntlet/scenarios/report/reporttest"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/report/reporttest"
 )
 
 // attack simulates one constant-rate attack of two seconds whose latencies

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/gauntlet-dev/gauntlet/bench/result"
-	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
 // Checkout is a git worktree of one revision of this workspace's repository:

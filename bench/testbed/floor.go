@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/install"
-	"github.com/gauntlet-dev/gauntlet/scenarios/poll"
-	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
 // FloorImage is the image repository the local provider maps to the floor webhook binary.

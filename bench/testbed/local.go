@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
-	"github.com/gauntlet-dev/gauntlet/scenarios/install"
-	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
 // LocalOptions configure StartLocal.

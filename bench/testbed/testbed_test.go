@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/local"
 )
 
 func TestBenchValuesExcludeTheControlNamespaceAndKeepTheCallersValues(t *testing.T) {

@@ -10,14 +10,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/admission"
-	"github.com/gauntlet-dev/gauntlet/scenarios/certmodes"
-	"github.com/gauntlet-dev/gauntlet/scenarios/conversion"
-	"github.com/gauntlet-dev/gauntlet/scenarios/install"
-	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
+	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/admission"
+	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/certmodes"
+	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/conversion"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 
 	// Every cluster provider, chosen with --provider (PROVIDER).
-	_ "github.com/gauntlet-dev/gauntlet/scenarios/cluster/providers"
+	_ "github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/providers"
 )
 
 var external = suite.New(suite.Spec{

@@ -11,12 +11,12 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/hostile"
-	"github.com/gauntlet-dev/gauntlet/scenarios/install"
-	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
+	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/hostile"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 
 	// Every cluster provider, chosen with --provider (PROVIDER).
-	_ "github.com/gauntlet-dev/gauntlet/scenarios/cluster/providers"
+	_ "github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/providers"
 )
 
 var hostileSuite = suite.New(suite.Spec{

@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/install"
-	"github.com/gauntlet-dev/gauntlet/scenarios/leases"
-	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
+	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/leases"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 
 	// Every cluster provider, chosen with --provider (PROVIDER).
-	_ "github.com/gauntlet-dev/gauntlet/scenarios/cluster/providers"
+	_ "github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/providers"
 )
 
 // shortTimings make a killed restricted operator's namespace fail over within 8 s, so the

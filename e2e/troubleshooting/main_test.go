@@ -14,12 +14,12 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/install"
-	"github.com/gauntlet-dev/gauntlet/scenarios/suite"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 
 	// Every cluster provider, chosen with --provider (PROVIDER).
-	_ "github.com/gauntlet-dev/gauntlet/scenarios/cluster/providers"
-	"github.com/gauntlet-dev/gauntlet/scenarios/troubleshooting"
+	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/troubleshooting"
+	_ "github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/providers"
 )
 
 // mostVerbose is the most verbose --zap-log-level (chart value logLevel) accepts: n > 0 becomes

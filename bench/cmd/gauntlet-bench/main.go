@@ -36,7 +36,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/bench/report"
 	"github.com/gauntlet-dev/gauntlet/bench/result"
 	"github.com/gauntlet-dev/gauntlet/bench/testbed"
-	"github.com/gauntlet-dev/gauntlet/scenarios/workspace"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
 // Exit codes: 1 is a regression (or a failed run), 2 a usage error.

@@ -1,0 +1,168 @@
+package certmodes
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
+)
+
+// podGeneration is what tells a user that an operator pod was not restarted: the same pods
+// (UIDs) with the same container restart counts.
+type podGeneration map[string]string // pod UID → "name (restarts: container=n …)"
+
+// snapshotPods records the release's operator pods and their restart counts.
+func snapshotPods(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release) podGeneration {
+	t.Helper()
+	pods, err := install.OperatorPods(ctx, c.Kube(), r)
+	expect.NoError(t, err, "listing the operator pods of %s", r)
+	out := podGeneration{}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		out[string(p.UID)] = describeRestarts(&p)
+	}
+	return out
+}
+
+func describeRestarts(p *corev1.Pod) string {
+	var parts []string
+	for _, cs := range p.Status.ContainerStatuses {
+		parts = append(parts, fmt.Sprintf("%s=%d", cs.Name, cs.RestartCount))
+	}
+	return fmt.Sprintf("%s (restarts: %s)", p.Name, strings.Join(parts, " "))
+}
+
+func (g podGeneration) String() string {
+	out := make([]string, 0, len(g))
+	for uid, d := range g {
+		out = append(out, d+" uid "+uid)
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
+}
+
+// expectSamePods fails unless the operator pods are exactly those of before, none restarted.
+func expectSamePods(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, before podGeneration, why string) {
+	t.Helper()
+	now := snapshotPods(ctx, t, c, r)
+	if now.String() != before.String() {
+		expect.Errorf(t, "operator pods of %s %s: expected the same pods without restarts, %s; saw %s", r, why, before, now)
+	}
+}
+
+// operatorReplicas is the replica count the release's Deployment asks for.
+func operatorReplicas(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release) int32 {
+	t.Helper()
+	s, err := c.Kube().AppsV1().Deployments(r.Namespace).GetScale(ctx, r.DeploymentName(), metav1.GetOptions{})
+	expect.NoError(t, err, "getting the scale of Deployment %s/%s", r.Namespace, r.DeploymentName())
+	return s.Spec.Replicas
+}
+
+// scaleOperator does `kubectl scale deployment --replicas=n` and waits for the result: no pod
+// left for 0, the Deployment Available otherwise.
+func scaleOperator(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, n int32) {
+	t.Helper()
+	ref := r.Namespace + "/" + r.DeploymentName()
+	deployments := c.Kube().AppsV1().Deployments(r.Namespace)
+	s, err := deployments.GetScale(ctx, r.DeploymentName(), metav1.GetOptions{})
+	expect.NoError(t, err, "getting the scale of Deployment %s", ref)
+	s.Spec.Replicas = n
+	_, err = deployments.UpdateScale(ctx, r.DeploymentName(), s, metav1.UpdateOptions{})
+	expect.NoError(t, err, "scaling Deployment %s to %d replicas", ref, n)
+	if n == 0 {
+		sel := "app.kubernetes.io/name=" + install.OperatorAppLabel + ",app.kubernetes.io/instance=" + r.Name
+		expect.NoError(t, install.WaitPodsGone(ctx, c.Kube(), r.Namespace, sel, rolloutTimeout), "scaling Deployment %s to 0", ref)
+		return
+	}
+	expect.NoError(t, install.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout), "scaling Deployment %s to %d", ref, n)
+}
+
+// operatorLogs returns the current logs of every operator pod, by pod name.
+func operatorLogs(ctx context.Context, c *suite.Cluster, r *install.Release) (map[string]string, error) {
+	pods, err := install.OperatorPods(ctx, c.Kube(), r)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, p := range pods {
+		raw, err := c.Kube().CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "operator"}).DoRaw(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("getting the logs of pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		out[p.Name] = string(raw)
+	}
+	return out, nil
+}
+
+// expectLogLine waits until a log line of some operator pod contains every one of parts (what
+// `kubectl logs` shows a user), quoting the operator's certificate-related lines otherwise.
+func expectLogLine(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, what string, parts ...string) {
+	t.Helper()
+	expect.Eventually(ctx, t, fmt.Sprintf("an operator log line %s (containing %q)", what, parts), convergeTimeout, func(ctx context.Context) (bool, string, error) {
+		logs, err := operatorLogs(ctx, c, r)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		var related []string
+		for pod, log := range logs {
+			for line := range strings.Lines(log) {
+				if containsAll(line, parts...) {
+					return true, "", nil
+				}
+				if strings.Contains(line, "certificate") || strings.Contains(line, "Secret") {
+					related = append(related, pod+": "+strings.TrimSpace(line))
+				}
+			}
+		}
+		if len(related) == 0 {
+			return false, "no certificate-related log line", nil
+		}
+		return false, "certificate-related lines: " + strings.Join(related, " | "), nil
+	})
+}
+
+// expectAdmission waits until the release's webhooks answer through the API server.
+func expectAdmission(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, when string) {
+	t.Helper()
+	expect.NoError(t, install.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission %s", when)
+}
+
+// releaseDuration reads a Go duration from the release's chart values (path of keys), or def
+// when the release leaves it at the chart's default.
+func releaseDuration(t *testing.T, r *install.Release, def time.Duration, path ...string) time.Duration {
+	t.Helper()
+	var cur any = r.Values
+	for _, key := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return def
+		}
+		if cur, ok = m[key]; !ok {
+			return def
+		}
+	}
+	s, ok := cur.(string)
+	if !ok || s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	expect.NoError(t, err, "%s: chart value %s=%q", r, strings.Join(path, "."), s)
+	return d
+}
+
+// checkInterval is webhook.checkInterval: how often the operator re-checks its certificates.
+func checkInterval(t *testing.T, r *install.Release) time.Duration {
+	t.Helper()
+	return releaseDuration(t, r, 30*time.Second, "webhook", "checkInterval")
+}

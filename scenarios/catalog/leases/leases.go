@@ -1,0 +1,109 @@
+// Package leases holds the multi-operator lease scenarios (CATALOG.md §M) as e2e-framework
+// features labelled scenario=<ID>. They run against install.Topology: operator A cluster-wide
+// in platform-system, operator B restricted to team-a and holding the Lease
+// dynamo-operator-ns-lock there, tenant team-b served by A alone.
+//
+// Who validated or mutated an object is observed, never inferred: each operator's
+// `validate create` / `default` log lines (with their result, "skipped" when the LeaseAware
+// decorator stepped back), its dynamo_webhook_requests_total counters scraped from its pods
+// through the API server's pod proxy, and what the API server answered the user.
+package leases
+
+import (
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/e2e-framework/pkg/types"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+)
+
+// Plan says how thoroughly the failover and hand-over scenarios (M4, M5, M12, P5) measure. It is a flag.Value
+// ("quick" or "full"), so a suite can let the command line choose; the features read it when
+// they run, after flags are parsed.
+type Plan struct {
+	// Repetitions of each failover measurement with the topology's (short) lease timings.
+	Repetitions int
+	// DefaultTimings adds one measurement with the chart's default timings (≈ 30 s failover):
+	// both releases are upgraded for it and back afterwards.
+	DefaultTimings bool
+	// DistributionRuns is how often P5 measures each way of stopping B (kill -9, SIGTERM,
+	// freeze) with the topology's short timings.
+	DistributionRuns int
+	// HandoverCycles is how often M12 stops and starts B under probes.
+	HandoverCycles int
+	name           string
+}
+
+// Plans a suite can pick by name.
+var (
+	// QuickPlan is what `make test` runs: two repetitions with short timings, one P5 run of
+	// each way of stopping B, and two M12 stops and starts.
+	QuickPlan = Plan{Repetitions: 2, DistributionRuns: 1, HandoverCycles: 2, name: "quick"}
+	// FullPlan is what `make e2e-multi-operator` runs: five repetitions with short timings and
+	// one with the defaults, ten P5 runs of each way of stopping B, and ten M12 stops and
+	// starts.
+	FullPlan = Plan{Repetitions: 5, DefaultTimings: true, DistributionRuns: 10, HandoverCycles: 10, name: "full"}
+)
+
+// String names the plan.
+func (p *Plan) String() string {
+	if p == nil || p.name == "" {
+		return QuickPlan.name
+	}
+	return p.name
+}
+
+// Set picks a plan by name.
+func (p *Plan) Set(name string) error {
+	switch name {
+	case QuickPlan.name:
+		*p = QuickPlan
+	case FullPlan.name:
+		*p = FullPlan
+	default:
+		return fmt.Errorf("unknown failover plan %q (want %s or %s)", name, QuickPlan.name, FullPlan.name)
+	}
+	return nil
+}
+
+// Features are the §M scenarios for topology topo, which the suite installs (topo.Restricted
+// is the suite's release). plan is read when the failover scenarios run.
+func Features(topo *install.Topology, plan *Plan) []types.Feature {
+	s := &scenarios{topo: topo, plan: plan}
+	return []types.Feature{
+		s.leaseHeld(),            // M1
+		s.whoValidates(),         // M2
+		s.configurations(),       // M3
+		s.reconciled(),           // M10, while the topology is as installed
+		s.killFailover(),         // M4
+		s.gracefulFailover(),     // M5
+		s.comesBack(),            // M6
+		s.handoverWindows(),      // M12
+		s.mutationSkipped(),      // M7
+		s.leasePermissions(),     // M8
+		s.uncertifiedStop(),      // M9
+		s.fatalExits(),           // M11
+		s.failoverDistribution(), // P5
+	}
+}
+
+// scenarios carries the topology into every feature.
+type scenarios struct {
+	topo *install.Topology
+	plan *Plan
+}
+
+// Timeouts of the scenarios' own waits; the failover bounds themselves come from the lease
+// timings.
+const (
+	// recoverTimeout bounds bringing B back and the topology settling (pod start, readiness,
+	// Lease, A's exclusion) on a loaded machine.
+	recoverTimeout = 3 * time.Minute
+	// observeTimeout bounds waiting for a log line or counter to show a request just made.
+	observeTimeout = 20 * time.Second
+	// failoverSlack is the documented tolerance on top of leaseDuration + gracePeriod.
+	failoverSlack = 2 * time.Second
+	// probeEvery is the probing period of the failover measurements: their resolution.
+	probeEvery = 200 * time.Millisecond
+)

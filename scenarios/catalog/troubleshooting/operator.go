@@ -1,0 +1,224 @@
+package troubleshooting
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/jsonlog"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
+)
+
+// What the scenarios do to the operator as a user would: helm upgrade with other values,
+// kubectl scale, kubectl rollout restart, kubectl logs.
+
+// withValues returns a copy of r whose chart values are r's with over merged into them (over
+// wins), for a `helm upgrade --set …`; `helm upgrade` of r itself undoes it (the Installer
+// upgrades with exactly the values it is given).
+func withValues(r *install.Release, over map[string]any) *install.Release {
+	changed := *r
+	changed.Values = overlay(r.Values, over)
+	return &changed
+}
+
+// overlay merges over into a copy of base, recursively; neither map is modified.
+func overlay(base, over map[string]any) map[string]any {
+	out := make(map[string]any, len(base)+len(over))
+	for k, v := range base {
+		if m, ok := v.(map[string]any); ok {
+			v = overlay(m, nil)
+		}
+		out[k] = v
+	}
+	for k, v := range over {
+		vm, isMap := v.(map[string]any)
+		if !isMap {
+			out[k] = v
+			continue
+		}
+		bm, _ := out[k].(map[string]any)
+		out[k] = overlay(bm, vm)
+	}
+	return out
+}
+
+// helmUpgrade runs `helm upgrade` of r and waits until its Deployment is Available (a values
+// change may roll the operator's pods) and no pod of the previous rollout is left: a
+// terminating pod keeps answering the API server over the connections it holds open (the
+// chart's preStop sleep keeps it up for shutdownDelaySeconds), so until it is gone a webhook
+// call may still meet the old settings.
+func helmUpgrade(ctx context.Context, c *suite.Cluster, r *install.Release) error {
+	cp := *r // Upgrade writes defaults back; the caller's release stays as it was
+	if err := c.Installer().Upgrade(ctx, &cp); err != nil {
+		return err
+	}
+	if err := install.WaitDeploymentAvailable(ctx, c.Kube(), cp.Namespace, cp.DeploymentName(), rolloutTimeout); err != nil {
+		return err
+	}
+	return install.WaitOldPodsGone(ctx, c.Kube(), &cp, rolloutTimeout)
+}
+
+// replicas reads the operator Deployment's desired replicas.
+func replicas(ctx context.Context, c *suite.Cluster, r *install.Release) (int32, error) {
+	s, err := c.Kube().AppsV1().Deployments(r.Namespace).GetScale(ctx, r.DeploymentName(), metav1.GetOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("reading the scale of Deployment %s/%s: %w", r.Namespace, r.DeploymentName(), err)
+	}
+	return s.Spec.Replicas, nil
+}
+
+// scaleOperator does `kubectl scale --replicas=n` and waits for the result: no operator pod
+// left for 0, the Deployment Available otherwise.
+func scaleOperator(ctx context.Context, c *suite.Cluster, r *install.Release, n int32) error {
+	scale := &autoscalingv1.Scale{
+		ObjectMeta: metav1.ObjectMeta{Name: r.DeploymentName(), Namespace: r.Namespace},
+		Spec:       autoscalingv1.ScaleSpec{Replicas: n},
+	}
+	if _, err := c.Kube().AppsV1().Deployments(r.Namespace).UpdateScale(ctx, r.DeploymentName(), scale, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("scaling Deployment %s/%s to %d replicas: %w", r.Namespace, r.DeploymentName(), n, err)
+	}
+	if n == 0 {
+		return install.WaitPodsGone(ctx, c.Kube(), r.Namespace, operatorSelector(r), rolloutTimeout)
+	}
+	return install.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout)
+}
+
+func operatorSelector(r *install.Release) string {
+	return "app.kubernetes.io/name=" + install.OperatorAppLabel + ",app.kubernetes.io/instance=" + r.Name
+}
+
+// rolloutRestart does `kubectl rollout restart` and `kubectl rollout status`: it waits until
+// no pod of before is left and the Deployment is Available again.
+func rolloutRestart(ctx context.Context, c *suite.Cluster, r *install.Release) error {
+	before, err := install.OperatorPodUIDs(ctx, c.Kube(), r)
+	if err != nil {
+		return err
+	}
+	if err := install.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()); err != nil {
+		return err
+	}
+	what := "the restarted Deployment " + r.Namespace + "/" + r.DeploymentName() + " to replace its pods"
+	if err := poll.Until(ctx, what, rolloutTimeout, install.PodsReplaced(c.Kube(), r, before)); err != nil {
+		return err
+	}
+	return install.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout)
+}
+
+// logEntry is one line of the operator's JSON log (controller-runtime's zap), with the keys
+// the scenarios look at.
+type logEntry struct {
+	Level     string `json:"level"`
+	Logger    string `json:"logger"`
+	Msg       string `json:"msg"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Result    string `json:"result"`
+	Error     string `json:"error"`
+}
+
+// podLogs are the parsed logs of the operator container, by pod name.
+type podLogs map[string][]logEntry
+
+// operatorLogs reads the log of every operator pod through the API server, like
+// `kubectl logs -l … -c operator`.
+func operatorLogs(ctx context.Context, c *suite.Cluster, r *install.Release) (podLogs, error) {
+	pods, err := install.OperatorPods(ctx, c.Kube(), r)
+	if err != nil {
+		return nil, err
+	}
+	out := podLogs{}
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		raw, err := c.Kube().CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "operator"}).DoRaw(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the log of pod %s/%s container operator: %w", p.Namespace, p.Name, err)
+		}
+		var entries []logEntry
+		// Only a line longer than jsonlog.MaxLine fails here (the operator writes none); the
+		// entries before it are still worth reading.
+		_ = jsonlog.Read(bytes.NewReader(raw), func(e logEntry) { entries = append(entries, e) })
+		out[p.Name] = entries
+	}
+	return out, nil
+}
+
+// find returns the entries of every pod that match.
+func (l podLogs) find(match func(logEntry) bool) []logEntry {
+	var out []logEntry
+	for _, pod := range slices.Sorted(maps.Keys(l)) {
+		for _, e := range l[pod] {
+			if match(e) {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// admissionLine matches the webhook's per-call line ("validate create", "default", …) for
+// object ns/name.
+func admissionLine(msg, ns, name string) func(logEntry) bool {
+	return func(e logEntry) bool { return e.Msg == msg && e.Namespace == ns && e.Name == name }
+}
+
+// checkInterval is the operator's --cert-check-interval, read from its Deployment: how often
+// the automatic-mode cert-controller re-checks the caBundles on its own.
+func checkInterval(ctx context.Context, c *suite.Cluster, r *install.Release) (time.Duration, error) {
+	d, err := c.Kube().AppsV1().Deployments(r.Namespace).Get(ctx, r.DeploymentName(), metav1.GetOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("getting Deployment %s/%s: %w", r.Namespace, r.DeploymentName(), err)
+	}
+	for _, ctr := range d.Spec.Template.Spec.Containers {
+		for _, a := range ctr.Args {
+			if v, ok := strings.CutPrefix(a, "--cert-check-interval="); ok {
+				iv, err := time.ParseDuration(v)
+				if err != nil {
+					return 0, fmt.Errorf("parsing %s of Deployment %s/%s: %w", a, r.Namespace, r.DeploymentName(), err)
+				}
+				return iv, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no --cert-check-interval argument in Deployment %s/%s", r.Namespace, r.DeploymentName())
+}
+
+// serviceAccount is the operator pods' ServiceAccount.
+func serviceAccount(ctx context.Context, c *suite.Cluster, r *install.Release) (string, error) {
+	d, err := c.Kube().AppsV1().Deployments(r.Namespace).Get(ctx, r.DeploymentName(), metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("getting Deployment %s/%s: %w", r.Namespace, r.DeploymentName(), err)
+	}
+	if sa := d.Spec.Template.Spec.ServiceAccountName; sa != "" {
+		return sa, nil
+	}
+	return "default", nil
+}
+
+// upgradeBack is a teardown step that helm-upgrades the suite's release back to its own values,
+// undoing whatever value a scenario changed; what names that value in the failure message.
+func upgradeBack(what string) features.Func {
+	return func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		if err := helmUpgrade(ctx, c, r); err != nil {
+			expect.Errorf(t, "%s %s: %v", what, r, err)
+		}
+		return ctx
+	}
+}

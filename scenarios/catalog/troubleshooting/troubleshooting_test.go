@@ -1,0 +1,89 @@
+package troubleshooting
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/jsonlog"
+)
+
+func TestOverlayMergesWithoutTouchingItsInputs(t *testing.T) {
+	base := map[string]any{"webhook": map[string]any{"port": 9443, "failurePolicy": "Fail"}, "replicas": 1}
+	over := map[string]any{"webhook": map[string]any{"failurePolicy": "Ignore"}}
+	got := overlay(base, over)
+	want := map[string]any{"webhook": map[string]any{"port": 9443, "failurePolicy": "Ignore"}, "replicas": 1}
+	assert.Equal(t, want, got, "overlay: expected %v, saw %v", want, got)
+	assert.Equal(t, "Fail", base["webhook"].(map[string]any)["failurePolicy"], "overlay changed its base: %v", base)
+}
+
+func TestContainsInOrder(t *testing.T) {
+	text := `Internal error occurred: failed calling webhook "v.nvidia.com": failed to call webhook: Post "https://s.ns.svc:443/x": dial tcp 127.0.0.1:443: connect: connection refused`
+	parts := []*regexp.Regexp{failedCallPrefix, dialTCP, connectionRefused}
+	assert.True(t, containsInOrder(text, parts), "expected %s to match %q", describeParts(parts), text)
+	assert.False(t, containsInOrder(text, []*regexp.Regexp{connectionRefused, dialTCP}), "parts out of order must not match")
+}
+
+func TestDoctorReportNamesRootCauses(t *testing.T) {
+	out := `[
+  {"id": "api-server", "title": "reachable", "ok": true, "status": "pass"},
+  {"id": "service-endpoints", "title": "endpoints", "ok": false, "status": "fail", "scenario": "T6", "cause": "T6 operator scaled to 0"},
+  {"id": "operator-logs", "title": "logs", "ok": false, "status": "consequence", "dependsOn": ["service-endpoints"]}
+]`
+	rep, err := parseDoctorReport(1, []byte(out))
+	require.NoError(t, err)
+	got := rep.rootNames()
+	assert.Equal(t, []string{"service-endpoints (T6)"}, got, "root causes: expected [service-endpoints (T6)], saw %v", got)
+	assert.False(t, rep.healthy(), "a report with a failed check is not healthy")
+	s := rep.String()
+	assert.Contains(t, s, "✗ service-endpoints (T6): T6 operator scaled to 0", "summary: %s", s)
+	assert.Contains(t, s, "operator-logs (consequence of service-endpoints)", "summary: %s", s)
+}
+
+func TestDoctorReportHealthyNeedsExitZeroAndEveryCheck(t *testing.T) {
+	out := `[{"id": "api-server", "title": "reachable", "ok": true, "status": "pass"}]`
+	for code, want := range map[int]bool{0: true, 1: false} {
+		rep, err := parseDoctorReport(code, []byte(out))
+		require.NoError(t, err)
+		assert.Equal(t, want, rep.healthy(), "exit %d, every check passed: expected healthy=%t", code, want)
+	}
+	_, err := parseDoctorReport(0, []byte(`[]`))
+	require.Error(t, err, "an empty report must be an error")
+}
+
+func TestLogEntryHoldsWhatTheScenariosFind(t *testing.T) {
+	raw := strings.Join([]string{
+		`{"level":"info","logger":"webhook","msg":"validate create","kind":"DynamoGraphDeployment","name":"graph","namespace":"t1","result":"denied"}`,
+		`{"level":"error","logger":"cert-controller","msg":"cert-controller: failed","error":"secrets is forbidden"}`,
+	}, "\n")
+	var got []logEntry
+	require.NoError(t, jsonlog.Read(strings.NewReader(raw), func(e logEntry) { got = append(got, e) }))
+	require.Len(t, got, 2, "expected 2 entries, saw %d: %+v", len(got), got)
+	logs := podLogs{"pod": got}
+	n := len(logs.find(admissionLine("validate create", "t1", "graph")))
+	assert.Equal(t, 1, n, "expected the validate create line for t1/graph, saw %d", n)
+	assert.Equal(t, "cert-controller", got[1].Logger, "second entry: %+v", got[1])
+	assert.Equal(t, "secrets is forbidden", got[1].Error, "second entry: %+v", got[1])
+}
+
+func TestDoctorArgsPortForwardOnlyWithoutTheServiceNetwork(t *testing.T) {
+	d := doctorTarget{release: "dynamo", namespace: "dynamo-system", testNamespace: "t1-abc"}
+	reachable := strings.Join(d.args("/k", true), " ")
+	assert.NotContains(t, reachable, "--connect", "with the Service network reachable from here the doctor keeps its default: %s", reachable)
+	unreachable := d.args("/k", false)
+	got := unreachable[len(unreachable)-1]
+	assert.Equal(t, "--connect=port-forward", got, "without the Service network the doctor must port-forward: %v", unreachable)
+	assert.Contains(t, strings.Join(unreachable, " "), "--test-namespace t1-abc", "args: %v", unreachable)
+}
+
+// T8's expectation follows the API server: v1.37 resolves a webhook's Service on every call.
+func TestResolvesServicePerRequest(t *testing.T) {
+	for v, want := range map[string]bool{"v1.35.4": false, "v1.36.3": false, "v1.37.0": true, "v1.37.2": true, "v1.38.0-alpha.1": true} {
+		if got := resolvesServicePerRequest(v); got != want {
+			t.Errorf("resolvesServicePerRequest(%s) = %v, want %v", v, got, want)
+		}
+	}
+}
