@@ -1,0 +1,147 @@
+package target
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
+)
+
+var update = flag.Bool("update", false, "write Schema() to "+SchemaFile)
+
+func targetsDir(t *testing.T) string {
+	t.Helper()
+	root, err := workspace.Root()
+	require.NoError(t, err)
+	return filepath.Join(root, filepath.Dir(SchemaFile))
+}
+
+func TestTheWorkspacesTargetsLoad(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join(targetsDir(t), "*", FileName))
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs)
+	names := map[string]bool{}
+	for _, file := range dirs {
+		tg, err := Load(filepath.Dir(file))
+		if assert.NoError(t, err) {
+			assert.Equal(t, filepath.Base(filepath.Dir(file)), tg.Name, "%s: a target's name is its directory's", file)
+			names[tg.Name] = true
+		}
+	}
+	assert.True(t, names["gauntlet"] && names["gatekeeper"], "targets gauntlet and gatekeeper: %v", names)
+}
+
+func TestTheCommittedSchemaIsTheTypes(t *testing.T) {
+	file := filepath.Join(targetsDir(t), filepath.Base(SchemaFile))
+	if *update {
+		require.NoError(t, os.WriteFile(file, Schema(), 0o644)) //nolint:gosec // G306: a schema in the workspace, read by editors
+	}
+	committed, err := os.ReadFile(file) //nolint:gosec // G304: the workspace's schema file
+	require.NoError(t, err)
+	assert.Equal(t, string(Schema()), string(committed),
+		"%s is not what the types say: go test ./scenarios/framework/target -run TestTheCommittedSchemaIsTheTypes -update", SchemaFile)
+}
+
+// valid is a description every test case below breaks in one place; its files exist in dir.
+const valid = `name: demo
+source:
+  module: {path: example.com/demo, version: v1.2.3}
+  binaries:
+    - {image: "demo:v1.2.3", package: ./cmd/demo}
+chart:
+  path: charts/demo
+  release: demo
+  namespace: demo-system
+certModes:
+  selfManaged:
+    rotation: {procedure: deleteSecret, within: 2m}
+  notApplicable:
+    certManager: no chart values for it
+    external: no chart values for it
+probes:
+  - webhook: validate.demo.example.com
+    admitted: ok.yaml
+    denied: {object: bad.yaml, message: denied}
+`
+
+func TestAValidDescriptionLoads(t *testing.T) {
+	dir := probeDir(t)
+	tg, err := Parse(filepath.Join(dir, FileName), []byte(valid))
+	require.NoError(t, err)
+	assert.Equal(t, "demo", tg.Name)
+	assert.Equal(t, []string{SelfManaged}, tg.CertModes.Declared())
+	assert.Equal(t, "2m", tg.CertModes.Mode(SelfManaged).Rotation.Within)
+}
+
+func probeDir(t *testing.T) string {
+	dir := t.TempDir()
+	for _, f := range []string{"ok.yaml", "bad.yaml"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("kind: ConfigMap\n"), 0o600))
+	}
+	return dir
+}
+
+func TestEveryProblemIsReportedByFileAndLine(t *testing.T) {
+	for _, c := range []struct {
+		name, old, new string
+		want           []string // each a line of the error, after "<file>:"
+	}{
+		{"unknown field", "  release: demo\n", "  release: demo\n  valuez: {}\n",
+			[]string{"9: field chart.valuez: unknown field; a chart has path, release, namespace, values, overrides"}},
+		{"missing required field", "  namespace: demo-system\n", "",
+			[]string{"6: field chart.namespace: required: The release namespace the target's documentation installs into."}},
+		{"a number where a string goes", "version: v1.2.3", "version: 3",
+			[]string{`3: field source.module.version: want a string, got int "3"`}},
+		{"a string where a mapping goes", "  selfManaged:\n    rotation: {procedure: deleteSecret, within: 2m}\n", "  selfManaged: yes\n",
+			[]string{`11: field certModes.selfManaged: want a mapping of values, setup, rotation, got str "yes"`}},
+		{"a value outside the enum", "procedure: deleteSecret", "procedure: restart",
+			[]string{`12: field certModes.selfManaged.rotation.procedure: "restart" is not one of deleteSecret, renewCertificate`}},
+		{"a value off the pattern", "name: demo", "name: Demo_Operator",
+			[]string{`1: field name: "Demo_Operator" does not match ^[a-z][a-z0-9-]*$`}},
+		{"two sources", "  binaries:\n", "  dir: .\n  binaries:\n",
+			[]string{"2: field source: give exactly one of module (a Go module version), dir (a source directory) and images (prebuilt images); it has 2",
+				"8: field chart.path: charts/demo is not a directory (paths are relative to the description's directory <dir>)"}},
+		{"a mode neither supported nor excused", "    external: no chart values for it\n", "",
+			[]string{"10: field certModes: external is neither declared nor in notApplicable: say why the target does not support it, the report shows the reason"}},
+		{"a missing probe file", "admitted: ok.yaml", "admitted: okay.yaml",
+			[]string{"18: field probes[0].admitted: okay.yaml is not a file (paths are relative to the description's directory <dir>)"}},
+		{"a probe that checks nothing", "    denied: {object: bad.yaml, message: denied}\n", "",
+			[]string{"17: field probes[0]: a probe checks a denial (denied) or a patch (patch); it has neither"}},
+		{"a patch that is not JSON", "    denied: {object: bad.yaml, message: denied}\n", "    patch: '[{op: add}]'\n",
+			[]string{"19: field probes[0].patch: not a JSON patch (a list of operations): invalid character 'o' looking for beginning of object key string"}},
+		{"a divergence in an undeclared mode", "probes:", "divergences:\n  - {check: W3, modes: [external], why: x, link: https://example.com}\nprobes:",
+			[]string{"17: field divergences[0].modes[0]: external is not a mode the target declares (selfManaged)"}},
+		{"problems on several lines, in line order", "name: demo", "name: demo\nlabels: {}\nsource2: {}",
+			[]string{"2: field labels: unknown field; a target has name, description, source, chart, certModes, setup, probes, names, standIns, divergences",
+				"3: field source2: unknown field; a target has name, description, source, chart, certModes, setup, probes, names, standIns, divergences"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Contains(t, valid, c.old)
+			dir := probeDir(t)
+			file := filepath.Join(dir, FileName)
+			_, err := Parse(file, []byte(strings.Replace(valid, c.old, c.new, 1)))
+			require.Error(t, err)
+			var want []string
+			for _, w := range c.want {
+				want = append(want, file+":"+strings.ReplaceAll(w, "<dir>", dir))
+			}
+			assert.Equal(t, strings.Join(want, "\n"), err.Error())
+		})
+	}
+}
+
+func TestAnEmptyFileSaysWhereToStart(t *testing.T) {
+	_, err := Parse("t.yaml", nil)
+	assert.EqualError(t, err, "t.yaml:1: field name: the file is empty: a description starts with `name:`")
+}
+
+func TestLoadNamesAMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nothing-here"))
+	assert.ErrorContains(t, err, "read target description: open ")
+}

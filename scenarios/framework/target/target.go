@@ -1,0 +1,131 @@
+// Package target reads the description of an operator under test: where its binaries and chart
+// come from, its chart values per certificate mode, the objects its webhooks need and judge, and
+// the checks it is known to fail. The webhook contract's checks (the W catalog) run against any
+// target from this description alone.
+//
+// A description is one YAML file, target.yaml, in the target's directory (scenarios/targets/<name>).
+// Load validates it against the types below and reports every problem as file:line; Schema gives
+// the same rules as a JSON schema, for editors.
+//
+// The Go types are the one source of the format: a field without omitempty is required, `doc`
+// is its description, `enum` lists the values it may take.
+package target
+
+// Target describes one operator under test.
+type Target struct {
+	Name        string       `yaml:"name" doc:"The target's name, as TARGET=<name> and the report call it: lower case letters, digits and dashes." pattern:"^[a-z][a-z0-9-]*$"`
+	Description string       `yaml:"description,omitempty" doc:"One line on what the operator is, for the report."`
+	Source      Source       `yaml:"source" doc:"Where the operator's binaries come from."`
+	Chart       Chart        `yaml:"chart" doc:"The Helm chart users install, and the values every certificate mode shares."`
+	CertModes   CertModes    `yaml:"certModes" doc:"The certificate modes the target supports, each with its chart values. A mode left out is not applicable: its checks are reported as such, with the reason the target gives in notApplicable."`
+	Setup       []string     `yaml:"setup,omitempty" doc:"Manifests (paths relative to this file) applied in order after the install and before any probe: what the webhooks need before they judge anything (a policy, a constraint). Each is retried until the API server knows its kind, so a Constraint may follow its ConstraintTemplate."`
+	Probes      []Probe      `yaml:"probes" doc:"For each webhook: an object it must admit, and one it must deny."`
+	Names       Names        `yaml:"names,omitempty" doc:"Names the checks would otherwise read from the rendered chart; give one only where the chart leaves a choice."`
+	StandIns    []StandIn    `yaml:"standIns,omitempty" doc:"Containers whose images cannot be built here, and what runs in their place. The report lists them."`
+	Divergences []Divergence `yaml:"divergences,omitempty" doc:"Checks the target is known to fail, each with the reason and a link. The report marks each reproduced or no longer reproducing; only unexpected results fail the run."`
+}
+
+// Source is where the binaries come from: exactly one of Module, Dir and Images.
+type Source struct {
+	Module   *Module   `yaml:"module,omitempty" doc:"Build from a Go module version the module proxy serves."`
+	Dir      string    `yaml:"dir,omitempty" doc:"Build from a source directory (relative to this file) holding the module."`
+	Images   []string  `yaml:"images,omitempty" doc:"Prebuilt images the cluster can already pull (provider existing): nothing is built."`
+	Binaries []Binary  `yaml:"binaries,omitempty" doc:"With module or dir: the image references the chart renders, each with the main package that is its program."`
+}
+
+// Module is a Go module version.
+type Module struct {
+	Path    string `yaml:"path" doc:"Module path, e.g. github.com/open-policy-agent/gatekeeper/v3."`
+	Version string `yaml:"version" doc:"A version the module proxy serves, e.g. v3.23.1." pattern:"^v[0-9]+\\.[0-9]+\\.[0-9]+"`
+}
+
+// Binary is one image the chart renders and the program it runs.
+type Binary struct {
+	Image    string            `yaml:"image" doc:"The image reference as the rendered chart has it, e.g. openpolicyagent/gatekeeper:v3.23.1."`
+	Package  string            `yaml:"package" doc:"The main package of the image's entrypoint, relative to the module root (. for the root)."`
+	Programs map[string]string `yaml:"programs,omitempty" doc:"Further programs the image carries, by the path a container's command names (e.g. /crd-apply), each the main package that builds it."`
+	Files    map[string]string `yaml:"files,omitempty" doc:"Files the image carries, by their path in the image, each a path relative to the module root."`
+}
+
+// Chart is the chart users install.
+type Chart struct {
+	Path      string         `yaml:"path" doc:"The chart's directory: inside the module with source.module, else relative to this file."`
+	Release   string         `yaml:"release" doc:"The Helm release name the target's documentation installs with."`
+	Namespace string         `yaml:"namespace" doc:"The release namespace the target's documentation installs into."`
+	Values    map[string]any `yaml:"values,omitempty" doc:"Values every certificate mode sets. Users get the chart's defaults: set only what cannot run here, and say why in overrides."`
+	Overrides []Override     `yaml:"overrides,omitempty" doc:"Why each value that departs from the chart's defaults is set. The report lists them."`
+}
+
+// Override says why one chart value departs from the chart's default.
+type Override struct {
+	Value string `yaml:"value" doc:"The value's dotted path, e.g. postInstall.labelNamespace.enabled."`
+	Why   string `yaml:"why" doc:"Why it cannot keep the chart's default here."`
+}
+
+// The certificate modes, in the W catalog's words.
+const (
+	// SelfManaged: the operator creates, stores, rotates and injects its own certificate.
+	SelfManaged = "selfManaged"
+	// CertManager: cert-manager issues the Secret and its cainjector fills the caBundles.
+	CertManager = "certManager"
+	// External: the user creates the Secret and passes the caBundle as a value.
+	External = "external"
+)
+
+// CertModes holds the values of each certificate mode the target supports.
+type CertModes struct {
+	SelfManaged   *CertMode         `yaml:"selfManaged,omitempty" doc:"The operator creates, stores, rotates and injects its own certificate."`
+	CertManager   *CertMode         `yaml:"certManager,omitempty" doc:"cert-manager issues the Secret and its cainjector fills the caBundles."`
+	External      *CertMode         `yaml:"external,omitempty" doc:"The user creates the Secret (names.secret, keys tls.crt, tls.key, ca.crt) and passes the CA as a value: the string ${CA_BUNDLE} in values is replaced with the base64 PEM bundle."`
+	NotApplicable map[string]string `yaml:"notApplicable,omitempty" doc:"Why a mode is left out, by mode name (selfManaged, certManager, external)."`
+}
+
+// CertMode is how to install the target in one certificate mode.
+type CertMode struct {
+	Values   map[string]any `yaml:"values,omitempty" doc:"Chart values for this mode, merged over chart.values."`
+	Setup    []string       `yaml:"setup,omitempty" doc:"Manifests (paths relative to this file) applied in the release namespace before the install in this mode, e.g. the Issuer and Certificate a chart expects to find."`
+	Rotation *Rotation      `yaml:"rotation,omitempty" doc:"How to make the serving certificate rotate during a check; without it, rotation checks are not applicable in this mode."`
+}
+
+// Rotation is how a check makes the serving certificate rotate.
+type Rotation struct {
+	Values    map[string]any `yaml:"values,omitempty" doc:"Chart values (merged over the mode's) that make the certificate rotate on its own within the check, e.g. short validities."`
+	Procedure string         `yaml:"procedure,omitempty" doc:"The target's documented manual procedure instead: deleteSecret (delete the serving Secret) or renewCertificate (a cert-manager renewal)." enum:"deleteSecret,renewCertificate"`
+	Within    string         `yaml:"within" doc:"How long the target documents a rotation to take, as a Go duration (e.g. 2m)." pattern:"^[0-9]+(ms|s|m|h)([0-9]+(ms|s|m))*$"`
+}
+
+// Probe is what one webhook must admit and deny.
+type Probe struct {
+	Webhook  string  `yaml:"webhook" doc:"The webhook's name, as in its webhook configuration."`
+	Admitted string  `yaml:"admitted" doc:"A manifest (path relative to this file) holding one object the webhook must admit."`
+	Denied   *Denial `yaml:"denied,omitempty" doc:"An object the webhook must deny (validating webhooks)."`
+	Patch    string  `yaml:"patch,omitempty" doc:"Mutating webhooks: the JSON patch it answers for the admitted object, as JSON (a list of operations)."`
+}
+
+// Denial is an object a webhook must deny and the stable part of its message.
+type Denial struct {
+	Object  string `yaml:"object" doc:"A manifest (path relative to this file) holding one object the webhook must deny."`
+	Message string `yaml:"message" doc:"Text the API server's denial must contain: the stable part of the webhook's message."`
+}
+
+// Names are what the checks would otherwise read from the rendered chart.
+type Names struct {
+	Deployment string `yaml:"deployment,omitempty" doc:"The Deployment whose pods serve the webhooks, where the chart renders several behind the webhook Service's selector."`
+	Secret     string `yaml:"secret,omitempty" doc:"The Secret holding the serving certificate, where the serving pods mount several."`
+}
+
+// StandIn is what runs in place of a container whose image cannot be built here.
+type StandIn struct {
+	Image   string `yaml:"image" doc:"The image reference the rendered chart has."`
+	Runs    string `yaml:"runs" doc:"What runs instead: stayUp (a process that waits for its stop) or exitZero (one that succeeds at once)." enum:"stayUp,exitZero"`
+	Creates string `yaml:"creates,omitempty" doc:"A manifest (path relative to this file) of what the real container would have created, applied in its place."`
+	Why     string `yaml:"why" doc:"Why the image cannot be built here."`
+}
+
+// Divergence is one check the target is known to fail.
+type Divergence struct {
+	Check string   `yaml:"check" doc:"The W check's ID, e.g. W5." pattern:"^W[0-9]+$"`
+	Modes []string `yaml:"modes,omitempty" doc:"The certificate modes it applies to; all when left out." enum:"selfManaged,certManager,external"`
+	Why   string   `yaml:"why" doc:"One line on why the target behaves so."`
+	Link  string   `yaml:"link" doc:"Evidence: the target's documentation, code or issue." pattern:"^https://"`
+}
