@@ -27,10 +27,10 @@ type Target struct {
 
 // Source is where the binaries come from: exactly one of Module, Dir and Images.
 type Source struct {
-	Module   *Module   `yaml:"module,omitempty" doc:"Build from a Go module version the module proxy serves."`
-	Dir      string    `yaml:"dir,omitempty" doc:"Build from a source directory (relative to this file) holding the module."`
-	Images   []string  `yaml:"images,omitempty" doc:"Prebuilt images the cluster can already pull (provider existing): nothing is built."`
-	Binaries []Binary  `yaml:"binaries,omitempty" doc:"With module or dir: the image references the chart renders, each with the main package that is its program."`
+	Module   *Module  `yaml:"module,omitempty" doc:"Build from a Go module version the module proxy serves."`
+	Dir      string   `yaml:"dir,omitempty" doc:"Build from a source directory (relative to this file) holding the module."`
+	Images   []string `yaml:"images,omitempty" doc:"Prebuilt images the cluster can already pull (provider existing): nothing is built."`
+	Binaries []Binary `yaml:"binaries,omitempty" doc:"With module or dir: the image references the chart renders, each with the main package that is its program."`
 }
 
 // Module is a Go module version.
