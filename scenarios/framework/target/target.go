@@ -111,7 +111,7 @@ type Denial struct {
 // Names are what the checks would otherwise read from the rendered chart.
 type Names struct {
 	Deployment string `yaml:"deployment,omitempty" doc:"The Deployment whose pods serve the webhooks, where the chart renders several behind the webhook Service's selector."`
-	Secret     string `yaml:"secret,omitempty" doc:"The Secret holding the serving certificate, where the serving pods mount several."`
+	Secret     string `yaml:"secret,omitempty" doc:"The Secret holding the serving certificate, where the serving container mounts several, or none because it reads the Secret through the API. Where it mounts some, this must be one of them."`
 }
 
 // StandIn is what runs in place of a container whose image cannot be built here.

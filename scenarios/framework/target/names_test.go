@@ -1,0 +1,46 @@
+package target
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+)
+
+func TestServedByReadsGauntletsChart(t *testing.T) {
+	objs, err := install.Render("dynamo", "dynamo-system", nil)
+	require.NoError(t, err)
+	s, err := ServedBy(objs, "dynamo-system", Names{Secret: "webhook-server-cert"})
+	require.NoError(t, err)
+	validating, mutating := s.Configurations()
+	assert.Equal(t, []string{"dynamo-validating"}, validating)
+	assert.Equal(t, []string{"dynamo-mutating"}, mutating)
+	assert.Len(t, s.Webhooks, 6)
+	assert.Contains(t, s.Webhooks, Webhook{Name: "vdynamomodel.nvidia.com", Configuration: "dynamo-validating", Path: "/validate-nvidia-com-v1alpha1-dynamomodel", FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 10})
+	s.Webhooks = nil
+	assert.Equal(t, Served{Namespace: "dynamo-system", Service: "dynamo-webhook-service", ServicePort: 443, Deployment: "dynamo-operator", Replicas: 1,
+		Container: "operator", ContainerPort: 9443, Secret: "webhook-server-cert", ConversionCRDs: []string{"dynamographdeploymentrequests.nvidia.com"},
+		ReadinessPath: "/readyz", ReadinessPort: 8081}, s)
+	assert.Equal(t, "dynamo-webhook-service.dynamo-system.svc", s.ServiceHost())
+}
+
+func TestServedByReadsTheMountedSecretAndChecksTheNamedOne(t *testing.T) {
+	objs, err := install.Render("dynamo", "dynamo-system", map[string]any{"webhook": map[string]any{"certManager": map[string]any{"enabled": true}}})
+	require.NoError(t, err)
+	s, err := ServedBy(objs, "dynamo-system", Names{})
+	require.NoError(t, err)
+	assert.Equal(t, "webhook-server-cert", s.Secret, "the Secret the serving container mounts")
+
+	_, err = ServedBy(objs, "dynamo-system", Names{Secret: "other"})
+	require.EqualError(t, err, "names.secret other is not mounted by container operator of Deployment dynamo-operator (it mounts: webhook-server-cert)")
+
+	objs, err = install.Render("dynamo", "dynamo-system", nil)
+	require.NoError(t, err)
+	_, err = ServedBy(objs, "dynamo-system", Names{})
+	require.EqualError(t, err, "container operator of Deployment dynamo-operator mounts no Secret (it reads its certificate some other way): set names.secret to the Secret holding it")
+	_, err = ServedBy(objs, "dynamo-system", Names{Deployment: "elsewhere", Secret: "webhook-server-cert"})
+	require.EqualError(t, err, "names.deployment elsewhere is not behind Service dynamo-webhook-service (those behind it: dynamo-operator)")
+}
