@@ -29,6 +29,10 @@ type Request struct {
 	Keep bool
 	// CertManager asks for cert-manager's controllers and cainjector.
 	CertManager bool
+	// Images are further images the cluster's pods run, by the reference a chart renders, each a
+	// static binary built for it (a target's, say): local runs the binary for the image, kind
+	// builds the image FROM scratch around it.
+	Images map[string]string
 	// CoverDir, when set, asks for a coverage-instrumented operator whose processes write their
 	// counters there when they exit (`make e2e COVER=1`). Only the local provider offers it.
 	CoverDir string

@@ -61,7 +61,8 @@ func Parse(file string, data []byte) (*Target, error) {
 	if err := doc.Decode(&t); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	v.rules(&t, filepath.Dir(file))
+	t.dir = filepath.Dir(file)
+	v.rules(&t, t.dir)
 	if len(v.problems) > 0 {
 		return nil, v.err()
 	}
@@ -139,10 +140,10 @@ func (v *validator) walk(n *yaml.Node, t reflect.Type, path string, line int) {
 			v.walk(val, f.Type, join(path, key.Value), key.Line)
 			v.scalarRules(val, f, join(path, key.Value))
 		}
-		for i := range t.NumField() {
-			name, optional := tagOf(t.Field(i))
+		for _, f := range described(t) {
+			name, optional := tagOf(f)
 			if !optional && !seen[name] {
-				v.add(line, join(path, name), "required: %s", t.Field(i).Tag.Get("doc"))
+				v.add(line, join(path, name), "required: %s", f.Tag.Get("doc"))
 			}
 		}
 	case reflect.Slice:
@@ -327,19 +328,31 @@ func tagOf(f reflect.StructField) (name string, optional bool) {
 	return name, opts == "omitempty"
 }
 
-func fieldByName(t reflect.Type, name string) (reflect.StructField, bool) {
+// described are the fields of t a description gives: the exported ones.
+func described(t reflect.Type) []reflect.StructField {
+	var fields []reflect.StructField
 	for i := range t.NumField() {
-		if n, _ := tagOf(t.Field(i)); n == name {
-			return t.Field(i), true
+		if t.Field(i).IsExported() {
+			fields = append(fields, t.Field(i))
+		}
+	}
+	return fields
+}
+
+func fieldByName(t reflect.Type, name string) (reflect.StructField, bool) {
+	for _, f := range described(t) {
+		if n, _ := tagOf(f); n == name {
+			return f, true
 		}
 	}
 	return reflect.StructField{}, false
 }
 
 func fieldNames(t reflect.Type) []string {
-	names := make([]string, t.NumField())
-	for i := range t.NumField() {
-		names[i], _ = tagOf(t.Field(i))
+	var names []string
+	for _, f := range described(t) {
+		n, _ := tagOf(f)
+		names = append(names, n)
 	}
 	return names
 }

@@ -31,8 +31,7 @@ func schemaOf(t reflect.Type) map[string]any {
 	case reflect.Struct:
 		props := map[string]any{}
 		var required []string
-		for i := range t.NumField() {
-			f := t.Field(i)
+		for _, f := range described(t) {
 			name, optional := tagOf(f)
 			p := schemaOf(f.Type)
 			p["description"] = f.Tag.Get("doc")

@@ -23,7 +23,12 @@ type Target struct {
 	Names       Names        `yaml:"names,omitempty" doc:"Names the checks would otherwise read from the rendered chart; give one only where the chart leaves a choice."`
 	StandIns    []StandIn    `yaml:"standIns,omitempty" doc:"Containers whose images cannot be built here, and what runs in their place. The report lists them."`
 	Divergences []Divergence `yaml:"divergences,omitempty" doc:"Checks the target is known to fail, each with the reason and a link. The report marks each reproduced or no longer reproducing; only unexpected results fail the run."`
+
+	dir string // the description's directory, which its paths are relative to
 }
+
+// Dir is the description's directory; the paths it gives are relative to it.
+func (t *Target) Dir() string { return t.dir }
 
 // Source is where the binaries come from: exactly one of Module, Dir and Images.
 type Source struct {

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -46,7 +47,7 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	p := NewProvider()
 	p.WithName(req.Name)
 	p.WithVersion(req.KubernetesVersion)
-	p.WithOpts(WithProgress(req.Progress), WithImages(map[string]string{OperatorImage: operator}))
+	p.WithOpts(WithProgress(req.Progress), WithImages(map[string]string{OperatorImage: operator}), WithImages(req.Images))
 	if req.CoverDir != "" {
 		p.WithOpts(WithCoverDir(req.CoverDir))
 	}
@@ -88,6 +89,11 @@ func checkReusable(ctx context.Context, p *Provider, req cluster.Request, operat
 	}
 	if got := cfg.Images[OperatorImage]; got != operator {
 		problems = append(problems, fmt.Sprintf("it maps image %s to %q, this run built %q (another --operator-version?)", OperatorImage, got, operator))
+	}
+	for _, image := range slices.Sorted(maps.Keys(req.Images)) {
+		if got := cfg.Images[image]; got != req.Images[image] {
+			problems = append(problems, fmt.Sprintf("it maps image %s to %q, this run built %q", image, got, req.Images[image]))
+		}
 	}
 	if cfg.KubernetesVersion != req.KubernetesVersion {
 		problems = append(problems, fmt.Sprintf("it runs Kubernetes %s, this run asks for %s", cfg.KubernetesVersion, req.KubernetesVersion))
