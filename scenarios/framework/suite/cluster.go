@@ -40,6 +40,7 @@ type Cluster struct {
 	serviceNetwork       bool
 	backend              cluster.Backend
 	ledger               *ledger
+	mapping
 }
 
 // newCluster connects to the cluster kubeconfig points at.

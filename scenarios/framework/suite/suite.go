@@ -36,6 +36,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/report"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/target"
 )
 
 // Feature labels the suite reads.
@@ -579,6 +580,7 @@ type (
 	suiteKey   struct{}
 	clusterKey struct{}
 	releaseKey struct{}
+	targetKey  struct{}
 )
 
 // ClusterFrom returns the cluster under test; it stops the test if the context has none (the
@@ -600,6 +602,16 @@ func ReleaseFrom(ctx context.Context, t testing.TB) *install.Release {
 		t.Fatal("no release in the context: this scenario needs a suite that installs the operator (Spec.Release)")
 	}
 	return r
+}
+
+// TargetFrom returns the target the suite installed; it stops the test if there is none.
+func TargetFrom(ctx context.Context, t testing.TB) *target.Installed {
+	t.Helper()
+	it, ok := ctx.Value(targetKey{}).(*target.Installed)
+	if !ok {
+		t.Fatal("no target in the context: this scenario needs a suite that installs a target (Spec.Target)")
+	}
+	return it
 }
 
 // Note adds a measurement or count to the running scenario's details in summary.json.

@@ -262,11 +262,6 @@ func (v *validator) rules(t *Target, dir string) {
 			v.at(path, "a probe checks a denial (denied) or a patch (patch); it has neither")
 		}
 	}
-	for i, si := range t.StandIns {
-		if si.Creates != "" {
-			v.fileExists(fmt.Sprintf("standIns[%d].creates", i), dir, si.Creates)
-		}
-	}
 	for i, d := range t.Divergences {
 		for j, m := range d.Modes {
 			if !slices.Contains(modes, m) {

@@ -118,8 +118,8 @@ func TestEveryProblemIsReportedByFileAndLine(t *testing.T) {
 		{"a divergence in an undeclared mode", "probes:", "divergences:\n  - {check: W3, modes: [external], why: x, link: https://example.com}\nprobes:",
 			[]string{"17: field divergences[0].modes[0]: external is not a mode the target declares (selfManaged)"}},
 		{"problems on several lines, in line order", "name: demo", "name: demo\nlabels: {}\nsource2: {}",
-			[]string{"2: field labels: unknown field; a target has name, description, source, chart, certModes, setup, probes, names, standIns, divergences",
-				"3: field source2: unknown field; a target has name, description, source, chart, certModes, setup, probes, names, standIns, divergences"}},
+			[]string{"2: field labels: unknown field; a target has name, description, source, chart, certModes, setup, probes, names, divergences",
+				"3: field source2: unknown field; a target has name, description, source, chart, certModes, setup, probes, names, divergences"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			require.Contains(t, valid, c.old)

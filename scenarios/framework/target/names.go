@@ -285,3 +285,12 @@ func sortedKeys(m map[string]bool) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// Installed is a target as a suite installed it: in one certificate mode, into Namespace, with
+// what its rendered chart serves.
+type Installed struct {
+	Target    *Target
+	Mode      string
+	Namespace string
+	Served    Served
+}

@@ -21,7 +21,6 @@ type Target struct {
 	Setup       []string     `yaml:"setup,omitempty" doc:"Manifests (paths relative to this file) applied in order after the install and before any probe: what the webhooks need before they judge anything (a policy, a constraint). Each is retried until the API server knows its kind, so a Constraint may follow its ConstraintTemplate."`
 	Probes      []Probe      `yaml:"probes" doc:"For each webhook: an object it must admit, and one it must deny."`
 	Names       Names        `yaml:"names,omitempty" doc:"Names the checks would otherwise read from the rendered chart; give one only where the chart leaves a choice."`
-	StandIns    []StandIn    `yaml:"standIns,omitempty" doc:"Containers whose images cannot be built here, and what runs in their place. The report lists them."`
 	Divergences []Divergence `yaml:"divergences,omitempty" doc:"Checks the target is known to fail, each with the reason and a link. The report marks each reproduced or no longer reproducing; only unexpected results fail the run."`
 
 	dir string // the description's directory, which its paths are relative to
@@ -46,10 +45,8 @@ type Module struct {
 
 // Binary is one image the chart renders and the program it runs.
 type Binary struct {
-	Image    string            `yaml:"image" doc:"The image reference as the rendered chart has it, e.g. openpolicyagent/gatekeeper:v3.23.1."`
-	Package  string            `yaml:"package" doc:"The main package of the image's entrypoint, relative to the module root (. for the root)."`
-	Programs map[string]string `yaml:"programs,omitempty" doc:"Further programs the image carries, by the path a container's command names (e.g. /crd-apply), each the main package that builds it."`
-	Files    map[string]string `yaml:"files,omitempty" doc:"Files the image carries, by their path in the image, each a path relative to the module root."`
+	Image   string `yaml:"image" doc:"The image reference as the rendered chart has it, e.g. openpolicyagent/gatekeeper:v3.23.1."`
+	Package string `yaml:"package" doc:"The main package of the image's entrypoint, relative to the module root (. for the root)."`
 }
 
 // Chart is the chart users install.
@@ -117,14 +114,6 @@ type Denial struct {
 type Names struct {
 	Deployment string `yaml:"deployment,omitempty" doc:"The Deployment whose pods serve the webhooks, where the chart renders several behind the webhook Service's selector."`
 	Secret     string `yaml:"secret,omitempty" doc:"The Secret holding the serving certificate, where the serving container mounts several, or none because it reads the Secret through the API. Where it mounts some, this must be one of them."`
-}
-
-// StandIn is what runs in place of a container whose image cannot be built here.
-type StandIn struct {
-	Image   string `yaml:"image" doc:"The image reference the rendered chart has."`
-	Runs    string `yaml:"runs" doc:"What runs instead: stayUp (a process that waits for its stop) or exitZero (one that succeeds at once)." enum:"stayUp,exitZero"`
-	Creates string `yaml:"creates,omitempty" doc:"A manifest (path relative to this file) of what the real container would have created, applied in its place."`
-	Why     string `yaml:"why" doc:"Why the image cannot be built here."`
 }
 
 // Divergence is one check the target is known to fail.
