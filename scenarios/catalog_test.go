@@ -23,7 +23,8 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/hostile"
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/leases"
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/troubleshooting"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -66,7 +67,7 @@ func readCatalog(t *testing.T) []catalogRow {
 // allFeatures are the features of every suite, as the e2e suites compose them.
 func allFeatures() []types.Feature {
 	plan := leases.QuickPlan
-	topology := install.NewTopology(install.LeaseTimings{Duration: 6 * time.Second, RenewInterval: 2 * time.Second, GracePeriod: 2 * time.Second})
+	topology := release.NewTopology(chart.LeaseTimings{Duration: 6 * time.Second, RenewInterval: 2 * time.Second, GracePeriod: 2 * time.Second})
 	return slices.Concat(admission.Features(), certmodes.Features(), conversion.Features(),
 		leases.Features(topology, &plan), troubleshooting.Features(), hostile.Features())
 }

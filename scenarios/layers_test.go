@@ -126,11 +126,11 @@ func TestLayerViolationsAreFound(t *testing.T) {
 		"scenarios/framework/suite/x_test.go: imports scenarios/catalog/hostile (a framework package may not import scenarios/catalog)",
 		"scenarios/framework/suite/y.go: imports scenarios/tools/matrix (a framework package may not import scenarios/tools)",
 	}, layerViolations(map[string][]string{
-		"scenarios/framework/suite/x_test.go":   {"scenarios/framework/install", "scenarios/catalog/hostile"},
+		"scenarios/framework/suite/x_test.go":   {"scenarios/framework/release", "scenarios/catalog/hostile"},
 		"scenarios/framework/suite/y.go":        {"scenarios/tools/matrix"},
 		"scenarios/catalog/leases/p5.go":        {"scenarios/framework/cluster", "scenarios/framework/cluster/local", "scenarios/framework/procnode"},
 		"scenarios/catalog/admission/a.go":      {"scenarios/framework/suite", "scenarios/catalog/hostile"},
 		"scenarios/tools/cmd/gauntlet-e2e/m.go": {"scenarios/catalog/admission", "scenarios/framework/cluster/local"},
-		"bench/load.go":                         {"scenarios/framework/install", "scenarios/catalog/admission"},
+		"bench/load.go":                         {"scenarios/framework/release", "scenarios/catalog/admission"},
 	}, providers))
 }

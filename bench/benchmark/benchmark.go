@@ -24,7 +24,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/bench/report"
 	"github.com/gauntlet-dev/gauntlet/bench/result"
 	"github.com/gauntlet-dev/gauntlet/bench/testbed"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -346,15 +346,15 @@ func directWorkloads(tb *testbed.Testbed, cfg Config, probe load.Probe) ([]load.
 			// The API server appends the timeout the same way.
 			URL:          tb.WebhookURL + d.path + "?timeout=10s",
 			Mutating:     d.mutating,
-			Resource:     schema.GroupVersionResource(install.GraphDeployments),
+			Resource:     schema.GroupVersionResource(dynamo.GraphDeployments),
 			Namespace:    tb.WebhookNamespace,
-			Valid:        install.GraphDeployment,
-			Invalid:      install.InvalidGraphDeployment,
+			Valid:        dynamo.GraphDeployment,
+			Invalid:      dynamo.InvalidGraphDeployment,
 			InvalidRatio: cfg.InvalidRatio,
 			DeniedField:  "spec.services",
 			// The key without its prefix: a JSON patch path escapes the "/"
 			// (nvidia.com~1dynamo-…), a patch adding the whole map does not.
-			PatchContains: install.OriginVersionAnnotation[strings.Index(install.OriginVersionAnnotation, "/")+1:],
+			PatchContains: dynamo.OriginVersionAnnotation[strings.Index(dynamo.OriginVersionAnnotation, "/")+1:],
 		})
 		if err != nil {
 			return nil, fmt.Errorf("ladder %s: %w", d.name, err)
@@ -402,7 +402,7 @@ func apiServerWorkloads(tb *testbed.Testbed, operatorProbe load.Probe) ([]load.W
 	}
 	apiProbe := load.Probe{Source: "apiserver", Client: scrapeClient, URL: strings.TrimSuffix(base.String(), "/") + "/metrics",
 		Metric: APIServerHistogram, GroupBy: []string{"name", "type"}}
-	gvr := install.GraphDeployments
+	gvr := dynamo.GraphDeployments
 	type dryRunLadder struct {
 		name, ns, control, what string
 		stamped                 bool
@@ -420,8 +420,8 @@ func apiServerWorkloads(tb *testbed.Testbed, operatorProbe load.Probe) ([]load.W
 		dr, err := load.NewDryRun(load.DryRunConfig{
 			URL:        strings.TrimSuffix(base.String(), "/") + path + "?dryRun=All&fieldManager=gauntlet-bench",
 			Namespace:  d.ns,
-			Object:     install.GraphDeployment,
-			Annotation: install.OriginVersionAnnotation,
+			Object:     dynamo.GraphDeployment,
+			Annotation: dynamo.OriginVersionAnnotation,
 			Stamped:    d.stamped,
 		})
 		if err != nil {

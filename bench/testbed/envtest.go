@@ -20,7 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -96,7 +97,7 @@ func StartEnvtest(ctx context.Context, opts EnvtestOptions) (_ *Testbed, err err
 		return nil, err
 	}
 	webhookPort, metricsPort, probePort, pprofPort := ports[0], ports[1], ports[2], ports[3]
-	t.Release = install.Release{Name: install.DefaultReleaseName, Namespace: install.DefaultNamespace, Mode: install.Automatic, Values: benchValues(opts.Values)}
+	t.Release = chart.Release{Name: chart.DefaultReleaseName, Namespace: chart.DefaultNamespace, Mode: chart.Automatic, Values: benchValues(opts.Values)}
 	args, err := applyChart(ctx, t, webhookPort)
 	if err != nil {
 		return nil, err
@@ -143,7 +144,7 @@ func StartEnvtest(ctx context.Context, opts EnvtestOptions) (_ *Testbed, err err
 	if err != nil {
 		return nil, fmt.Errorf("building a dynamic client for %s: %w", t.REST.Host, err)
 	}
-	if err := install.WaitAdmission(ctx, dyn, &t.Release, time.Minute); err != nil {
+	if err := release.WaitAdmission(ctx, dyn, &t.Release, time.Minute); err != nil {
 		return nil, fmt.Errorf("%w\noperator log %s:\n%s", err, logPath, tailFile(logPath, 20))
 	}
 	logf("webhooks of %s answer through the API server (%.1fs)", &t.Release, time.Since(start).Seconds())
@@ -164,7 +165,7 @@ func applyChart(ctx context.Context, t *Testbed, webhookPort int) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	objs, err := install.Render(t.Release.Name, t.Release.Namespace, vals)
+	objs, err := chart.Render(t.Release.Name, t.Release.Namespace, vals)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +177,7 @@ func applyChart(ctx context.Context, t *Testbed, webhookPort int) ([]string, err
 	if err != nil {
 		return nil, fmt.Errorf("building a Kubernetes client for %s: %w", t.REST.Host, err)
 	}
-	if err := install.EnsureNamespace(ctx, kube, t.Release.Namespace); err != nil {
+	if err := release.EnsureNamespace(ctx, kube, t.Release.Namespace); err != nil {
 		return nil, err
 	}
 	var args []string
@@ -300,7 +301,7 @@ func startOperator(binary string, args []string, logPath string) (func(context.C
 		return nil, fmt.Errorf("creating operator log %s: %w", logPath, err)
 	}
 	cmd := exec.Command(binary, args...) //nolint:gosec // G204: the operator binary just built, with the chart's args
-	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+install.DefaultNamespace, "POD_NAME=dynamo-operator-bench")
+	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+chart.DefaultNamespace, "POD_NAME=dynamo-operator-bench")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close() // the start error is the one to report

@@ -18,8 +18,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -104,7 +106,7 @@ func InstallFloor(ctx context.Context, kube kubernetes.Interface, dyn dynamic.In
 	if err := createOrReplace(ctx, "MutatingWebhookConfiguration", mutating, admission.MutatingWebhookConfigurations()); err != nil {
 		return err
 	}
-	if err := install.WaitDeploymentAvailable(ctx, kube, floorName, floorName, 2*time.Minute); err != nil {
+	if err := release.WaitDeploymentAvailable(ctx, kube, floorName, floorName, 2*time.Minute); err != nil {
 		return fmt.Errorf("starting the floor webhook: %w", err)
 	}
 	warned := &warningRecorder{}
@@ -139,16 +141,16 @@ const floorHost = floorName + "." + floorName + ".svc"
 // and returns the CA (PEM) the webhooks must trust. When the Secret exists it
 // is kept, and its CA is returned: the floor's pod may already serve it.
 func ensureFloorSecret(ctx context.Context, kube kubernetes.Interface) ([]byte, error) {
-	ca, err := install.NewCertificateAuthority("gauntlet bench floor webhook CA", 365*24*time.Hour)
+	ca, err := pki.NewCertificateAuthority("gauntlet bench floor webhook CA", 365*24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
-	sc, err := ca.Issue(install.LeafOptions{DNSNames: []string{floorHost}})
+	sc, err := ca.Issue(pki.LeafOptions{DNSNames: []string{floorHost}})
 	if err != nil {
 		return nil, err
 	}
 	ref := floorName + "/" + floorSecret
-	_, err = kube.CoreV1().Secrets(floorName).Create(ctx, install.ServingSecret(floorName, floorSecret, sc, false), metav1.CreateOptions{})
+	_, err = kube.CoreV1().Secrets(floorName).Create(ctx, pki.ServingSecret(floorName, floorSecret, sc, false), metav1.CreateOptions{})
 	switch {
 	case err == nil:
 		return sc.CAPEM, nil
@@ -229,9 +231,9 @@ func floorWebhooks(caPEM []byte) (*admissionregistrationv1.ValidatingWebhookConf
 	rules := []admissionregistrationv1.RuleWithOperations{{
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		Rule: admissionregistrationv1.Rule{
-			APIGroups:   []string{install.GraphDeployments.Group},
-			APIVersions: []string{install.GraphDeployments.Version},
-			Resources:   []string{install.GraphDeployments.Resource},
+			APIGroups:   []string{dynamo.GraphDeployments.Group},
+			APIVersions: []string{dynamo.GraphDeployments.Version},
+			Resources:   []string{dynamo.GraphDeployments.Resource},
 		},
 	}}
 	client := func(path string) admissionregistrationv1.WebhookClientConfig {
@@ -304,7 +306,7 @@ func waitFloorRouting(ctx context.Context, recorded dynamic.Interface, warned *w
 	return poll.Until(ctx, what, time.Minute, func(ctx context.Context) (bool, string, error) {
 		name := floorProbePrefix + rand.String(5)
 		warned.take()
-		got, err := recorded.Resource(install.GraphDeployments).Namespace(FloorNamespace).Create(ctx, install.GraphDeployment(FloorNamespace, name), dry)
+		got, err := recorded.Resource(dynamo.GraphDeployments).Namespace(FloorNamespace).Create(ctx, dynamo.GraphDeployment(FloorNamespace, name), dry)
 		warnings := warned.take()
 		if err != nil {
 			return false, err.Error(), nil
@@ -312,12 +314,12 @@ func waitFloorRouting(ctx context.Context, recorded dynamic.Interface, warned *w
 		if !slices.Contains(warnings, floorWarning) {
 			return false, fmt.Sprintf("admitted with warnings %q, none of them the floor webhook's", warnings), nil
 		}
-		if _, ok := got.GetAnnotations()[install.OriginVersionAnnotation]; ok {
-			return false, "admitted stamped with " + install.OriginVersionAnnotation + ": the operator's mutating webhook selects the namespace too", nil
+		if _, ok := got.GetAnnotations()[dynamo.OriginVersionAnnotation]; ok {
+			return false, "admitted stamped with " + dynamo.OriginVersionAnnotation + ": the operator's mutating webhook selects the namespace too", nil
 		}
 		// Not a probe's name: the caller's client would print the floor's warning.
-		invalid := install.InvalidGraphDeployment(FloorNamespace, "floor-invalid-"+rand.String(5))
-		if _, err := dyn.Resource(install.GraphDeployments).Namespace(FloorNamespace).Create(ctx, invalid, dry); err != nil {
+		invalid := dynamo.InvalidGraphDeployment(FloorNamespace, "floor-invalid-"+rand.String(5))
+		if _, err := dyn.Resource(dynamo.GraphDeployments).Namespace(FloorNamespace).Create(ctx, invalid, dry); err != nil {
 			return false, "a DynamoGraphDeployment without services was refused (does the operator's validating webhook select the namespace?): " + err.Error(), nil
 		}
 		return true, "", nil

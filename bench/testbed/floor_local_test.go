@@ -16,8 +16,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/local"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/metrics"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -51,9 +54,9 @@ func TestFloorOnALocalCluster(t *testing.T) {
 	kubeconfig, err := p.Create(ctx)
 	require.NoError(t, err)
 
-	inst, err := install.NewInstaller(kubeconfig, install.WithLogf(t.Logf))
+	inst, err := release.NewInstaller(kubeconfig, release.WithLogf(t.Logf))
 	require.NoError(t, err)
-	release := install.Release{Mode: install.Automatic, Values: benchValues(nil)}
+	release := chart.Release{Mode: chart.Automatic, Values: benchValues(nil)}
 	require.NoError(t, inst.Install(ctx, &release))
 	require.NoError(t, inst.WaitReady(ctx, &release, 3*time.Minute))
 
@@ -66,19 +69,19 @@ func TestFloorOnALocalCluster(t *testing.T) {
 	require.NoError(t, InstallFloor(ctx, kube, dyn, cfg, t.Logf))
 
 	floorV, floorM := "validate.floor.bench.gauntlet.dev", "mutate.floor.bench.gauntlet.dev"
-	opV, opM := install.GraphDeploymentValidatingWebhook, install.GraphDeploymentMutatingWebhook
+	opV, opM := dynamo.GraphDeploymentValidatingWebhook, dynamo.GraphDeploymentMutatingWebhook
 	before := webhookCalls(ctx, t, kube)
 	warned := &warningRecorder{}
 	recording := rest.CopyConfig(cfg)
 	recording.WarningHandlerWithContext = warned
 	recorded, err := dynamic.NewForConfig(recording)
 	require.NoError(t, err)
-	got, err := recorded.Resource(install.GraphDeployments).Namespace(FloorNamespace).Create(ctx,
-		install.GraphDeployment(FloorNamespace, "bench-floor-1"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	got, err := recorded.Resource(dynamo.GraphDeployments).Namespace(FloorNamespace).Create(ctx,
+		dynamo.GraphDeployment(FloorNamespace, "bench-floor-1"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	require.NoError(t, err)
 	after := webhookCalls(ctx, t, kube)
 
-	assert.NotContains(t, got.GetAnnotations(), install.OriginVersionAnnotation, "the operator's mutating webhook stamped the object")
+	assert.NotContains(t, got.GetAnnotations(), dynamo.OriginVersionAnnotation, "the operator's mutating webhook stamped the object")
 	assert.Empty(t, warned.take(), "warnings on a measured request")
 	calls := map[string]float64{}
 	for _, name := range []string{floorV, floorM, opV, opM} {
@@ -91,11 +94,11 @@ func TestFloorOnALocalCluster(t *testing.T) {
 
 // webhookCalls scrapes the API server's metrics, which count its calls of
 // each webhook (apiserver_admission_webhook_request_total by name).
-func webhookCalls(ctx context.Context, t *testing.T, kube kubernetes.Interface) install.Samples {
+func webhookCalls(ctx context.Context, t *testing.T, kube kubernetes.Interface) metrics.Samples {
 	t.Helper()
 	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	require.NoError(t, err, "scraping the API server's /metrics")
-	samples, err := install.ParseSamples(raw)
+	samples, err := metrics.ParseSamples(raw)
 	require.NoError(t, err)
 	return samples
 }

@@ -16,16 +16,17 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	certutil "k8s.io/client-go/util/cert"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 )
 
 // chartWebhook is the webhook named name of the bench release's rendered chart.
 func chartWebhook(t *testing.T, name string) admissionregistrationv1.ValidatingWebhook {
 	t.Helper()
-	r := install.Release{Mode: install.Automatic, Values: benchValues(nil)}
+	r := chart.Release{Mode: chart.Automatic, Values: benchValues(nil)}
 	vals, err := r.ChartValues()
 	require.NoError(t, err)
-	objs, err := install.Render(install.DefaultReleaseName, install.DefaultNamespace, vals)
+	objs, err := chart.Render(chart.DefaultReleaseName, chart.DefaultNamespace, vals)
 	require.NoError(t, err)
 	for _, o := range objs {
 		if o.GetKind() != "ValidatingWebhookConfiguration" && o.GetKind() != "MutatingWebhookConfiguration" {
@@ -57,8 +58,8 @@ func TestFloorWebhooksMatchWhatTheChartsDynamoGraphDeploymentWebhooksMatch(t *te
 		chart string
 		floor admissionregistrationv1.ValidatingWebhook
 	}{
-		{install.GraphDeploymentValidatingWebhook, v},
-		{install.GraphDeploymentMutatingWebhook, admissionregistrationv1.ValidatingWebhook{
+		{dynamo.GraphDeploymentValidatingWebhook, v},
+		{dynamo.GraphDeploymentMutatingWebhook, admissionregistrationv1.ValidatingWebhook{
 			Rules: m.Rules, MatchPolicy: m.MatchPolicy, SideEffects: m.SideEffects, FailurePolicy: m.FailurePolicy,
 			TimeoutSeconds: m.TimeoutSeconds, AdmissionReviewVersions: m.AdmissionReviewVersions,
 		}},
@@ -94,7 +95,7 @@ func TestOnlyTheFloorSelectsTheFloorNamespace(t *testing.T) {
 		assert.False(t, selects(sel, ControlNamespace))
 		assert.False(t, selects(sel, floorName))
 	}
-	for _, name := range []string{install.GraphDeploymentValidatingWebhook, install.GraphDeploymentMutatingWebhook} {
+	for _, name := range []string{dynamo.GraphDeploymentValidatingWebhook, dynamo.GraphDeploymentMutatingWebhook} {
 		sel := chartWebhook(t, name).NamespaceSelector
 		assert.True(t, selects(sel, WebhookNamespace), name)
 		assert.False(t, selects(sel, FloorNamespace), name)

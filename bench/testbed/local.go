@@ -17,8 +17,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/local"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -87,10 +88,10 @@ const baseOperatorImage = local.OperatorImage + "-base"
 // pod it dials (direct attacks).
 func StartLocalAB(ctx context.Context, opts LocalOptions, a, b Side) (*Pair, error) {
 	tbs, err := startLocal(ctx, opts, []localSide{
-		{side: "a", name: a.Name, root: a.Root, values: sideValues("a", install.MergeValues(map[string]any{
+		{side: "a", name: a.Name, root: a.Root, values: sideValues("a", chart.MergeValues(map[string]any{
 			"image": map[string]any{"repository": baseOperatorImage},
 		}, a.Values))},
-		{side: "b", name: b.Name, root: b.Root, values: sideValues("b", install.MergeValues(map[string]any{
+		{side: "b", name: b.Name, root: b.Root, values: sideValues("b", chart.MergeValues(map[string]any{
 			"crds": map[string]any{"install": false},
 		}, b.Values))},
 	})
@@ -126,8 +127,8 @@ func (s localSide) image() string {
 
 // release is the side's Helm release: the chart's default name and namespace
 // on a single testbed, bench-<side> in bench-<side>-system on an A/B one.
-func (s localSide) release() install.Release {
-	r := install.Release{Mode: install.Automatic, Values: s.values}
+func (s localSide) release() chart.Release {
+	r := chart.Release{Mode: chart.Automatic, Values: s.values}
 	if s.side != "" {
 		r.Name, r.Namespace = "bench-"+s.side, "bench-"+s.side+"-system"
 	}
@@ -254,16 +255,16 @@ func (s localSide) describe() string {
 // installSide installs the side's release (its chart from s.root when set),
 // waits until it is ready, and points t at its operator pod.
 func installSide(ctx context.Context, t *Testbed, kubeconfig string, kube kubernetes.Interface, s localSide, logf func(string, ...any)) error {
-	instOpts := []install.InstallerOption{install.WithLogf(logf)}
+	instOpts := []release.InstallerOption{release.WithLogf(logf)}
 	if s.root != "" {
-		dir := filepath.Join(s.root, install.ChartPath)
+		dir := filepath.Join(s.root, chart.ChartPath)
 		ch, err := loader.Load(dir)
 		if err != nil {
 			return fmt.Errorf("loading the chart%s from %s: %w", s.describe(), dir, err)
 		}
-		instOpts = append(instOpts, install.WithChart(ch))
+		instOpts = append(instOpts, release.WithChart(ch))
 	}
-	inst, err := install.NewInstaller(kubeconfig, instOpts...)
+	inst, err := release.NewInstaller(kubeconfig, instOpts...)
 	if err != nil {
 		return err
 	}
@@ -282,7 +283,7 @@ func installSide(ctx context.Context, t *Testbed, kubeconfig string, kube kubern
 	if err := inst.WaitReady(ctx, &t.Release, 3*time.Minute); err != nil {
 		return err
 	}
-	pods, err := install.OperatorPods(ctx, kube, &t.Release)
+	pods, err := release.OperatorPods(ctx, kube, &t.Release)
 	if err != nil {
 		return err
 	}
@@ -311,7 +312,7 @@ func readyPod(pods []corev1.Pod) (*corev1.Pod, error) {
 				return p, nil
 			}
 		}
-		seen = append(seen, install.PodState(p))
+		seen = append(seen, release.PodState(p))
 	}
 	return nil, fmt.Errorf("no Ready operator pod with an IP: %s", strings.Join(seen, "; "))
 }

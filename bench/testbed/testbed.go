@@ -34,7 +34,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/metrics"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
 )
 
@@ -67,7 +69,7 @@ type Testbed struct {
 	// REST reaches the API server as a cluster admin.
 	REST *rest.Config
 	// Release is the chart release serving the webhooks.
-	Release install.Release
+	Release chart.Release
 	// WebhookURL is the operator's webhook server (scheme, host, port), for
 	// direct attacks that bypass the API server.
 	WebhookURL string
@@ -143,7 +145,7 @@ func benchValues(extra map[string]any) map[string]any {
 			},
 		},
 	}
-	return install.MergeValues(vals, extra)
+	return chart.MergeValues(vals, extra)
 }
 
 // sideValues are the chart values of side ("a" or "b") of an A/B testbed:
@@ -155,7 +157,7 @@ func sideValues(side string, extra map[string]any) map[string]any {
 			"namespaceSelector": map[string]any{"matchLabels": map[string]any{SideLabel: side}},
 		},
 	}
-	return install.MergeValues(vals, extra)
+	return chart.MergeValues(vals, extra)
 }
 
 // finish does what both providers need once the operator serves: the bench
@@ -206,7 +208,7 @@ func (t *Testbed) finish(ctx context.Context, logf func(string, ...any)) error {
 	if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
 		return fmt.Errorf("ca.crt of Secret %s/%s holds no PEM certificate", r.Namespace, r.SecretName())
 	}
-	t.OperatorMetricsClient = install.NewMetricsReader(kube, r).Client(nil)
+	t.OperatorMetricsClient = metrics.NewMetricsReader(kube, r).Client(nil)
 	t.WebhookTLS = &tls.Config{
 		RootCAs:    pool,
 		ServerName: r.ServiceHost(),
@@ -226,18 +228,18 @@ func waitRouting(ctx context.Context, dyn dynamic.Interface, webhookNS, controlN
 	what := fmt.Sprintf("dry-run DynamoGraphDeployments to be stamped by the webhooks in namespace %s and to skip them in %s", webhookNS, controlNS)
 	return poll.Until(ctx, what, time.Minute, func(ctx context.Context) (bool, string, error) {
 		name := "bench-probe-" + rand.String(5)
-		got, err := dyn.Resource(install.GraphDeployments).Namespace(webhookNS).Create(ctx, install.GraphDeployment(webhookNS, name), dry)
+		got, err := dyn.Resource(dynamo.GraphDeployments).Namespace(webhookNS).Create(ctx, dynamo.GraphDeployment(webhookNS, name), dry)
 		if err != nil {
 			return false, webhookNS + ": " + err.Error(), nil
 		}
-		if _, ok := got.GetAnnotations()[install.OriginVersionAnnotation]; !ok {
-			return false, webhookNS + ": the DynamoGraphDeployment came back without " + install.OriginVersionAnnotation, nil
+		if _, ok := got.GetAnnotations()[dynamo.OriginVersionAnnotation]; !ok {
+			return false, webhookNS + ": the DynamoGraphDeployment came back without " + dynamo.OriginVersionAnnotation, nil
 		}
-		got, err = dyn.Resource(install.GraphDeployments).Namespace(controlNS).Create(ctx, install.InvalidGraphDeployment(controlNS, name), dry)
+		got, err = dyn.Resource(dynamo.GraphDeployments).Namespace(controlNS).Create(ctx, dynamo.InvalidGraphDeployment(controlNS, name), dry)
 		if err != nil {
 			return false, controlNS + ": " + err.Error(), nil
 		}
-		if _, ok := got.GetAnnotations()[install.OriginVersionAnnotation]; ok {
+		if _, ok := got.GetAnnotations()[dynamo.OriginVersionAnnotation]; ok {
 			return false, controlNS + ": the DynamoGraphDeployment came back stamped by the mutating webhook", nil
 		}
 		return true, "", nil

@@ -11,7 +11,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/admission"
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/certmodes"
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/conversion"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 
 	// Every cluster provider, chosen with --provider (PROVIDER).
@@ -20,7 +20,7 @@ import (
 
 var autocert = suite.New(suite.Spec{
 	Name:     "autocert",
-	Release:  &install.Release{Mode: install.Automatic},
+	Release:  &chart.Release{Mode: chart.Automatic},
 	Features: slices.Concat(certmodes.Features(), conversion.Features(), admission.Features()),
 })
 

@@ -12,7 +12,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/admission"
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/certmodes"
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/conversion"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 
 	// Every cluster provider, chosen with --provider (PROVIDER).
@@ -22,7 +22,7 @@ import (
 var certManager = suite.New(suite.Spec{
 	Name:        "certmanager",
 	CertManager: true,
-	Release:     &install.Release{Mode: install.CertManager},
+	Release:     &chart.Release{Mode: chart.CertManager},
 	Features:    slices.Concat(certmodes.Features(), conversion.Features(), admission.Features()),
 })
 

@@ -13,7 +13,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/admission"
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/certmodes"
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/conversion"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 
 	// Every cluster provider, chosen with --provider (PROVIDER).
@@ -22,8 +22,8 @@ import (
 
 var external = suite.New(suite.Spec{
 	Name: "externalcert",
-	Release: &install.Release{
-		Mode: install.External,
+	Release: &chart.Release{
+		Mode: chart.External,
 		// A short check interval lets C9 watch the operator through several periodic checks
 		// (it must never write the user's Secret) in seconds instead of minutes.
 		Values: map[string]any{"webhook": map[string]any{"checkInterval": "5s"}},

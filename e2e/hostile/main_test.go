@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/hostile"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 
 	// Every cluster provider, chosen with --provider (PROVIDER).
@@ -21,7 +21,7 @@ import (
 
 var hostileSuite = suite.New(suite.Spec{
 	Name:     "hostile",
-	Release:  &install.Release{Mode: install.Automatic},
+	Release:  &chart.Release{Mode: chart.Automatic},
 	Features: hostile.Features(),
 })
 

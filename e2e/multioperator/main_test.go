@@ -17,7 +17,8 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/leases"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 
 	// Every cluster provider, chosen with --provider (PROVIDER).
@@ -26,7 +27,7 @@ import (
 
 // shortTimings make a killed restricted operator's namespace fail over within 8 s, so the
 // failover scenarios can repeat their measurement.
-var shortTimings = install.LeaseTimings{Duration: 6 * time.Second, RenewInterval: 2 * time.Second, GracePeriod: 2 * time.Second}
+var shortTimings = chart.LeaseTimings{Duration: 6 * time.Second, RenewInterval: 2 * time.Second, GracePeriod: 2 * time.Second}
 
 const suiteName = "multioperator"
 
@@ -37,15 +38,15 @@ var (
 		Name:    suiteName,
 		Release: topology.Restricted,
 		// The cluster-wide release goes first: it installs the CRDs the restricted one does not.
-		BeforeInstall: func(ctx context.Context, c *suite.Cluster, _ *install.Release) error {
+		BeforeInstall: func(ctx context.Context, c *suite.Cluster, _ *chart.Release) error {
 			return topology.InstallClusterWide(ctx, c.Installer(), 3*time.Minute)
 		},
 		Features: leases.Features(topology, &plan),
 	})
 )
 
-func newTopology() *install.Topology {
-	t := install.NewTopology(shortTimings)
+func newTopology() *release.Topology {
+	t := release.NewTopology(shortTimings)
 	t.NamespaceLabels = map[string]string{suite.LabelSuite: suiteName}
 	return t
 }

@@ -14,7 +14,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 
 	// Every cluster provider, chosen with --provider (PROVIDER).
@@ -30,7 +30,7 @@ const mostVerbose = 128
 
 var troubleshootingSuite = suite.New(suite.Spec{
 	Name:     "troubleshooting",
-	Release:  &install.Release{Mode: install.Automatic, Values: map[string]any{"logLevel": mostVerbose}},
+	Release:  &chart.Release{Mode: chart.Automatic, Values: map[string]any{"logLevel": mostVerbose}},
 	Features: troubleshooting.Features(),
 })
 

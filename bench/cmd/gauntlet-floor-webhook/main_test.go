@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 )
 
 // review is an AdmissionReview request as the API server sends it, object included.
@@ -104,9 +104,9 @@ func TestHealthz(t *testing.T) {
 // server to accept it) gets HTTP/1.1, the probe port answers plain HTTP, and
 // cancelling the context shuts both down.
 func TestServeSpeaksHTTP1OverTLSAndStopsWhenCancelled(t *testing.T) {
-	ca, err := install.NewCertificateAuthority("floor test CA", time.Hour)
+	ca, err := pki.NewCertificateAuthority("floor test CA", time.Hour)
 	require.NoError(t, err)
-	sc, err := ca.Issue(install.LeafOptions{DNSNames: []string{"gauntlet-floor.gauntlet-floor.svc"}})
+	sc, err := ca.Issue(pki.LeafOptions{DNSNames: []string{"gauntlet-floor.gauntlet-floor.svc"}})
 	require.NoError(t, err)
 	cert, err := tls.X509KeyPair(sc.CertPEM, sc.KeyPEM)
 	require.NoError(t, err)

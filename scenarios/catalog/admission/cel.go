@@ -12,8 +12,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -51,9 +53,9 @@ func celWithoutWebhook() e2etypes.Feature {
 			restore = restoreValues(r, policies, ptrValue(deploy.Spec.Replicas))
 
 			bypass := *r
-			bypass.Values = install.MergeValues(r.Values, map[string]any{"webhook": map[string]any{"failurePolicy": "Ignore"}, "replicas": int64(0)})
+			bypass.Values = chart.MergeValues(r.Values, map[string]any{"webhook": map[string]any{"failurePolicy": "Ignore"}, "replicas": int64(0)})
 			expect.NoError(t, c.Installer().Upgrade(ctx, &bypass), "upgrading %s to failurePolicy Ignore and 0 replicas", r)
-			expect.NoError(t, install.WaitPodsGone(ctx, c.Kube(), r.Namespace, "app.kubernetes.io/instance="+r.Name, scaleDownTimeout), "waiting for the operator pods to go")
+			expect.NoError(t, release.WaitPodsGone(ctx, c.Kube(), r.Namespace, "app.kubernetes.io/instance="+r.Name, scaleDownTimeout), "waiting for the operator pods to go")
 
 			now, err := failurePolicies(ctx, c, r)
 			expect.NoError(t, err, "reading the webhooks' failurePolicy after the upgrade")
@@ -64,13 +66,13 @@ func celWithoutWebhook() e2etypes.Feature {
 			}
 
 			// With every webhook skipped, nothing denies or stamps a graph without services.
-			probe := install.InvalidGraphDeployment(ns, "probe")
+			probe := dynamo.InvalidGraphDeployment(ns, "probe")
 			got, err := c.Dynamic().Resource(graphDeployments.gvr).Namespace(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			if err != nil {
 				expect.Fatalf(t, "dry-run creating DynamoGraphDeployment %s without services with the webhooks bypassed: expected it admitted, saw %q", ref(ns, "probe"), err.Error())
 			}
-			if v, ok := got.GetAnnotations()[install.OriginVersionAnnotation]; ok {
-				expect.Fatalf(t, "dry-run DynamoGraphDeployment %s with the webhooks bypassed: expected no %s annotation (mutating webhook skipped), saw %q", ref(ns, "probe"), install.OriginVersionAnnotation, v)
+			if v, ok := got.GetAnnotations()[dynamo.OriginVersionAnnotation]; ok {
+				expect.Fatalf(t, "dry-run DynamoGraphDeployment %s with the webhooks bypassed: expected no %s annotation (mutating webhook skipped), saw %q", ref(ns, "probe"), dynamo.OriginVersionAnnotation, v)
 			}
 			bypassed = !t.Failed()
 			return ctx
@@ -115,7 +117,7 @@ func celWithoutWebhook() e2etypes.Feature {
 
 // failurePolicies reads the failurePolicy of every webhook of the release, by
 // webhookKey.
-func failurePolicies(ctx context.Context, c *suite.Cluster, r *install.Release) (map[string]admissionregistrationv1.FailurePolicyType, error) {
+func failurePolicies(ctx context.Context, c *suite.Cluster, r *chart.Release) (map[string]admissionregistrationv1.FailurePolicyType, error) {
 	out := map[string]admissionregistrationv1.FailurePolicyType{}
 	vwc, err := c.Kube().AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, r.ValidatingName(), metav1.GetOptions{})
 	if err != nil {
@@ -149,11 +151,11 @@ func ptrValue[T any](p *T) T {
 // restoreValues are the release's values with the failurePolicy and replica count it had
 // before the bypass spelled out: a helm upgrade given no values at all would keep the
 // bypass's values instead (Helm reuses the previous release's values then).
-func restoreValues(r *install.Release, policies map[string]admissionregistrationv1.FailurePolicyType, replicas int32) map[string]any {
+func restoreValues(r *chart.Release, policies map[string]admissionregistrationv1.FailurePolicyType, replicas int32) map[string]any {
 	before := map[string]any{"replicas": int64(replicas)}
 	// The chart sets one failurePolicy for every webhook.
 	if p, ok := policies[webhookKey("ValidatingWebhookConfiguration", r.ValidatingName(), graphDeployments.validating)]; ok {
 		before["webhook"] = map[string]any{"failurePolicy": string(p)}
 	}
-	return install.MergeValues(before, r.Values)
+	return chart.MergeValues(before, r.Values)
 }

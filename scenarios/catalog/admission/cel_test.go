@@ -5,7 +5,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -13,7 +13,7 @@ import (
 // release had (Helm reuses the bypass's values when an upgrade passes none), and values the
 // release sets itself must win.
 func TestRestoreValues(t *testing.T) {
-	r := &install.Release{Name: "dynamo", Namespace: "dynamo-system"}
+	r := &chart.Release{Name: "dynamo", Namespace: "dynamo-system"}
 	policies := map[string]admissionregistrationv1.FailurePolicyType{
 		webhookKey("ValidatingWebhookConfiguration", r.ValidatingName(), graphDeployments.validating): admissionregistrationv1.Fail,
 	}

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -135,7 +135,7 @@ func waitValidation(ctx context.Context, t *testing.T, c *suite.Cluster, ns stri
 		what = "the operator to validate namespace " + ns + " again once Lease " + namespaceLockLease + " is gone (a dry-run DynamoGraphDeployment without services denied)"
 	}
 	expect.Eventually(ctx, t, what, exclusionTimeout, func(ctx context.Context) (bool, string, error) {
-		probe := install.InvalidGraphDeployment(ns, "probe")
+		probe := dynamo.InvalidGraphDeployment(ns, "probe")
 		_, err := c.Dynamic().Resource(graphDeployments.gvr).Namespace(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err == nil {
 			return !validating, "admitted", nil

@@ -21,8 +21,11 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/metrics"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -58,8 +61,8 @@ func explainedDenials(ns string) []explainedDenial {
 const denialsMetric = "dynamo_webhook_denials_total"
 
 // denialCounts sums denialsMetric of d's webhook, per reason of d, over every ready operator
-// pod, scraped as a user's Prometheus does (install.MetricsReader).
-func denialCounts(ctx context.Context, c *suite.Cluster, reader *install.MetricsReader, d explainedDenial) (map[string]float64, error) {
+// pod, scraped as a user's Prometheus does (metrics.MetricsReader).
+func denialCounts(ctx context.Context, c *suite.Cluster, reader *metrics.MetricsReader, d explainedDenial) (map[string]float64, error) {
 	scrapes, err := reader.ScrapeReadyOperators(ctx, c.DialPod)
 	if err != nil {
 		return nil, err
@@ -78,7 +81,7 @@ func denialCounts(ctx context.Context, c *suite.Cluster, reader *install.Metrics
 
 // expectDenialCounted checks that d's denial added one to denialsMetric for each of its
 // reasons since before.
-func expectDenialCounted(ctx context.Context, t *testing.T, c *suite.Cluster, reader *install.MetricsReader, d explainedDenial, before map[string]float64) {
+func expectDenialCounted(ctx context.Context, t *testing.T, c *suite.Cluster, reader *metrics.MetricsReader, d explainedDenial, before map[string]float64) {
 	t.Helper()
 	what := fmt.Sprintf("the denial of %s %s to count once under each of its reasons %v in %s{webhook=%q}",
 		d.kind.name, ref(d.obj.GetNamespace(), d.obj.GetName()), d.reasons, denialsMetric, d.kind.webhookLabel())
@@ -107,7 +110,7 @@ func denialsExplained() e2etypes.Feature {
 		Setup(suite.NamespaceSetup(&ns, "a9")).
 		Assess("every kind's denial is a 422 Invalid naming group, kind, name and each field, in the message and in the details, and counts once per reason in dynamo_webhook_denials_total", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
-			reader := install.NewMetricsReader(c.Kube(), r)
+			reader := metrics.NewMetricsReader(c.Kube(), r)
 			for _, d := range explainedDenials(ns) {
 				before, err := denialCounts(ctx, c, reader, d)
 				if err != nil {
@@ -126,7 +129,7 @@ func denialsExplained() e2etypes.Feature {
 			obj.SetGenerateName("graph-")
 			_, err := graphDeployments.tryCreate(ctx, dyn, obj)
 			// The API server names the object before validating admission runs.
-			want := regexp.MustCompile("^" + regexp.QuoteMeta(install.DeniedBy(graphDeployments.validating)+": DynamoGraphDeployment "+ns+"/graph-") +
+			want := regexp.MustCompile("^" + regexp.QuoteMeta(dynamo.DeniedBy(graphDeployments.validating)+": DynamoGraphDeployment "+ns+"/graph-") +
 				"[a-z0-9]{5}" + regexp.QuoteMeta(" is invalid: spec.services: Required value: at least one service is required") + "$")
 			switch {
 			case err == nil:
@@ -187,7 +190,7 @@ func expectExplained(t *testing.T, d explainedDenial, err error) {
 		expect.Errorf(t, "%s: expected a denial by %s, saw %v", doing, d.kind.validating, err)
 		return
 	}
-	prefix := install.DeniedBy(d.kind.validating) + ": " + d.kind.name + " " + ref(ns, name) + " is invalid: "
+	prefix := dynamo.DeniedBy(d.kind.validating) + ": " + d.kind.name + " " + ref(ns, name) + " is invalid: "
 	if msg := err.Error(); !strings.HasPrefix(msg, prefix) {
 		expect.Errorf(t, "%s: expected the message to start with %q, saw %q", doing, prefix, msg)
 	}
@@ -203,7 +206,7 @@ func expectExplained(t *testing.T, d explainedDenial, err error) {
 		expect.Errorf(t, "%s: expected Status details naming %s %s, saw none (status %+v)", doing, d.kind.name, name, s)
 		return
 	}
-	expect.Equal(t, doing+": details group/kind/name", install.DynamoGroup+"/"+d.kind.name+"/"+name, s.Details.Group+"/"+s.Details.Kind+"/"+s.Details.Name)
+	expect.Equal(t, doing+": details group/kind/name", dynamo.DynamoGroup+"/"+d.kind.name+"/"+name, s.Details.Group+"/"+s.Details.Kind+"/"+s.Details.Name)
 	var causes []statusCause
 	for _, c := range s.Details.Causes {
 		causes = append(causes, statusCause{Type: string(c.Type), Field: c.Field})
@@ -247,8 +250,8 @@ func containsLog(logs []validationLog, want validationLog) bool {
 
 // operatorValidationLogs reads the logs of every operator pod (requests may reach any replica)
 // and returns the "validate …" lines. The operator logs JSON, one object per line.
-func operatorValidationLogs(ctx context.Context, c *suite.Cluster, r *install.Release) ([]validationLog, error) {
-	pods, err := install.OperatorPods(ctx, c.Kube(), r)
+func operatorValidationLogs(ctx context.Context, c *suite.Cluster, r *chart.Release) ([]validationLog, error) {
+	pods, err := release.OperatorPods(ctx, c.Kube(), r)
 	if err != nil {
 		return nil, err
 	}

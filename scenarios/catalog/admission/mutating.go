@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -34,53 +34,53 @@ func mutatingDefaults() e2etypes.Feature {
 		Setup(suite.NamespaceSetup(&ns, "a7")).
 		Assess("a DynamoGraphDeployment created without the annotation gets the operator's version", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
-			got := create(ctx, t, c, install.GraphDeployments, install.GraphDeployment(ns, "stamped"))
-			expect.Equal(t, "annotation "+install.OriginVersionAnnotation+" of DynamoGraphDeployment "+ns+"/stamped",
-				c.OperatorVersion(), got.GetAnnotations()[install.OriginVersionAnnotation])
+			got := create(ctx, t, c, dynamo.GraphDeployments, dynamo.GraphDeployment(ns, "stamped"))
+			expect.Equal(t, "annotation "+dynamo.OriginVersionAnnotation+" of DynamoGraphDeployment "+ns+"/stamped",
+				c.OperatorVersion(), got.GetAnnotations()[dynamo.OriginVersionAnnotation])
 			return ctx
 		}).
 		Assess("an origin version the user set is kept", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
-			obj := install.GraphDeployment(ns, "preset")
-			obj.SetAnnotations(map[string]string{install.OriginVersionAnnotation: "v0.0.1-user"})
-			got := create(ctx, t, c, install.GraphDeployments, obj)
-			expect.Equal(t, "annotation "+install.OriginVersionAnnotation+" of DynamoGraphDeployment "+ns+"/preset",
-				"v0.0.1-user", got.GetAnnotations()[install.OriginVersionAnnotation])
+			obj := dynamo.GraphDeployment(ns, "preset")
+			obj.SetAnnotations(map[string]string{dynamo.OriginVersionAnnotation: "v0.0.1-user"})
+			got := create(ctx, t, c, dynamo.GraphDeployments, obj)
+			expect.Equal(t, "annotation "+dynamo.OriginVersionAnnotation+" of DynamoGraphDeployment "+ns+"/preset",
+				"v0.0.1-user", got.GetAnnotations()[dynamo.OriginVersionAnnotation])
 			return ctx
 		}).
 		Assess("applying the same DynamoGraphDeployment again changes nothing (kubectl apply, client- and server-side)", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
-			manifest := install.GraphDeployment(ns, "applied")
-			create(ctx, t, c, install.GraphDeployments, manifest)
+			manifest := dynamo.GraphDeployment(ns, "applied")
+			create(ctx, t, c, dynamo.GraphDeployments, manifest)
 			settled := waitSettled(ctx, t, c, ns, "applied")
-			again := reapply(ctx, t, c, install.GraphDeployments, manifest)
-			expect.Equal(t, "annotation "+install.OriginVersionAnnotation+" after applying the manifest again",
-				c.OperatorVersion(), again.GetAnnotations()[install.OriginVersionAnnotation])
+			again := reapply(ctx, t, c, dynamo.GraphDeployments, manifest)
+			expect.Equal(t, "annotation "+dynamo.OriginVersionAnnotation+" after applying the manifest again",
+				c.OperatorVersion(), again.GetAnnotations()[dynamo.OriginVersionAnnotation])
 			expect.Equal(t, "resourceVersion of DynamoGraphDeployment "+ns+"/applied after applying the same manifest again (a change means something was rewritten)",
 				settled.GetResourceVersion(), again.GetResourceVersion())
 
-			first := serverSideApply(ctx, t, c, install.GraphDeployments, manifest)
-			second := serverSideApply(ctx, t, c, install.GraphDeployments, manifest)
-			expect.Equal(t, "annotation "+install.OriginVersionAnnotation+" after two server-side applies",
-				c.OperatorVersion(), second.GetAnnotations()[install.OriginVersionAnnotation])
+			first := serverSideApply(ctx, t, c, dynamo.GraphDeployments, manifest)
+			second := serverSideApply(ctx, t, c, dynamo.GraphDeployments, manifest)
+			expect.Equal(t, "annotation "+dynamo.OriginVersionAnnotation+" after two server-side applies",
+				c.OperatorVersion(), second.GetAnnotations()[dynamo.OriginVersionAnnotation])
 			expect.Equal(t, "resourceVersion of DynamoGraphDeployment "+ns+"/applied after the second identical server-side apply",
 				first.GetResourceVersion(), second.GetResourceVersion())
 			return ctx
 		}).
 		Assess("a DynamoGraphDeploymentRequest without an image gets the default image", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
-			got := create(ctx, t, c, install.GraphDeploymentRequests, install.GraphDeploymentRequest(ns, "defaulted"))
+			got := create(ctx, t, c, dynamo.GraphDeploymentRequests, dynamo.GraphDeploymentRequest(ns, "defaulted"))
 			expect.Equal(t, "spec.image of DynamoGraphDeploymentRequest "+ns+"/defaulted",
 				r.DefaultDGDRImage(c.OperatorVersion()), nestedString(got, "spec", "image"))
 			return ctx
 		}).
 		Assess("an image the user set is kept, on create and on update", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
-			obj := install.GraphDeploymentRequest(ns, "chosen")
+			obj := dynamo.GraphDeploymentRequest(ns, "chosen")
 			expect.NoError(t, unstructured.SetNestedField(obj.Object, userImage, "spec", "image"), "setting spec.image")
-			got := create(ctx, t, c, install.GraphDeploymentRequests, obj)
+			got := create(ctx, t, c, dynamo.GraphDeploymentRequests, obj)
 			expect.Equal(t, "spec.image of DynamoGraphDeploymentRequest "+ns+"/chosen after create", userImage, nestedString(got, "spec", "image"))
-			updated, err := c.Dynamic().Resource(install.GraphDeploymentRequests).Namespace(ns).Patch(ctx, "chosen", types.MergePatchType,
+			updated, err := c.Dynamic().Resource(dynamo.GraphDeploymentRequests).Namespace(ns).Patch(ctx, "chosen", types.MergePatchType,
 				[]byte(`{"metadata":{"labels":{"team":"a"}}}`), metav1.PatchOptions{})
 			expect.NoError(t, err, "labelling DynamoGraphDeploymentRequest %s/chosen", ns)
 			expect.Equal(t, "spec.image of DynamoGraphDeploymentRequest "+ns+"/chosen after an update", userImage, nestedString(updated, "spec", "image"))
@@ -88,14 +88,14 @@ func mutatingDefaults() e2etypes.Feature {
 		}).
 		Assess("the webhooks applied to their own output change nothing (reinvocation is safe)", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
-			dgd := install.GraphDeployment(ns, "reinvoked")
-			dgd.SetAnnotations(map[string]string{install.OriginVersionAnnotation: c.OperatorVersion()})
-			out := dryRunCreate(ctx, t, c, install.GraphDeployments, dgd)
+			dgd := dynamo.GraphDeployment(ns, "reinvoked")
+			dgd.SetAnnotations(map[string]string{dynamo.OriginVersionAnnotation: c.OperatorVersion()})
+			out := dryRunCreate(ctx, t, c, dynamo.GraphDeployments, dgd)
 			expect.Equal(t, "annotations of a dry-run DynamoGraphDeployment that already carries the webhook's output",
 				dgd.GetAnnotations(), out.GetAnnotations())
-			dgdr := install.GraphDeploymentRequest(ns, "reinvoked")
+			dgdr := dynamo.GraphDeploymentRequest(ns, "reinvoked")
 			expect.NoError(t, unstructured.SetNestedField(dgdr.Object, r.DefaultDGDRImage(c.OperatorVersion()), "spec", "image"), "setting spec.image")
-			outR := dryRunCreate(ctx, t, c, install.GraphDeploymentRequests, dgdr)
+			outR := dryRunCreate(ctx, t, c, dynamo.GraphDeploymentRequests, dgdr)
 			expect.Equal(t, "spec.image of a dry-run DynamoGraphDeploymentRequest that already carries the webhook's output",
 				nestedString(dgdr, "spec", "image"), nestedString(outR, "spec", "image"))
 			return ctx
@@ -136,7 +136,7 @@ func waitSettled(ctx context.Context, t *testing.T, c *suite.Cluster, ns, name s
 	var got *unstructured.Unstructured
 	expect.Eventually(ctx, t, "the operator to reconcile DynamoGraphDeployment "+ns+"/"+name+" (finalizer, status.observedGeneration)", time.Minute,
 		func(ctx context.Context) (bool, string, error) {
-			obj, err := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+			obj, err := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error(), nil
 			}

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 )
 
 // kind is one Dynamo resource as the scenarios write it: its API version, the name the API
@@ -31,17 +31,17 @@ type kind struct {
 }
 
 var (
-	componentDeployments = kind{install.ComponentDeployments, "DynamoComponentDeployment", "vdynamocomponentdeployment.nvidia.com", true}
-	graphDeployments     = kind{install.GraphDeployments, "DynamoGraphDeployment", install.GraphDeploymentValidatingWebhook, true}
-	models               = kind{install.Models, "DynamoModel", "vdynamomodel.nvidia.com", true}
-	requests             = kind{install.GraphDeploymentRequests, "DynamoGraphDeploymentRequest", install.GraphDeploymentRequestValidatingWebhook, true}
+	componentDeployments = kind{dynamo.ComponentDeployments, "DynamoComponentDeployment", "vdynamocomponentdeployment.nvidia.com", true}
+	graphDeployments     = kind{dynamo.GraphDeployments, "DynamoGraphDeployment", dynamo.GraphDeploymentValidatingWebhook, true}
+	models               = kind{dynamo.Models, "DynamoModel", "vdynamomodel.nvidia.com", true}
+	requests             = kind{dynamo.GraphDeploymentRequests, "DynamoGraphDeploymentRequest", dynamo.GraphDeploymentRequestValidatingWebhook, true}
 	// requestsV1alpha1 are requests written in their older served version, which the API server
 	// checks against that version's schema.
-	requestsV1alpha1 = kind{requestsGVR("v1alpha1"), "DynamoGraphDeploymentRequest", install.GraphDeploymentRequestValidatingWebhook, false}
+	requestsV1alpha1 = kind{requestsGVR("v1alpha1"), "DynamoGraphDeploymentRequest", dynamo.GraphDeploymentRequestValidatingWebhook, false}
 )
 
 func requestsGVR(version string) schema.GroupVersionResource {
-	gvr := install.GraphDeploymentRequests
+	gvr := dynamo.GraphDeploymentRequests
 	gvr.Version = version
 	return gvr
 }
@@ -63,7 +63,7 @@ func (k kind) object(namespace, name string, spec map[string]any) *unstructured.
 // denial is the API server's message when this kind's validating webhook denies namespace/name
 // with the given causes ("<field path>: <problem>"), word for word as API clients receive it.
 func (k kind) denial(namespace, name string, causes ...string) string {
-	return fmt.Sprintf("%s: %s %s/%s is invalid: %s", install.DeniedBy(k.validating), k.name, namespace, name, strings.Join(causes, "; "))
+	return fmt.Sprintf("%s: %s %s/%s is invalid: %s", dynamo.DeniedBy(k.validating), k.name, namespace, name, strings.Join(causes, "; "))
 }
 
 // schemaDenial is the API server's message when the CRD itself refuses name — its OpenAPI

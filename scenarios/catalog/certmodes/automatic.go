@@ -17,8 +17,12 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/metrics"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -41,7 +45,7 @@ const validitySlack = 10 * time.Minute
 func freshInstall() types.Feature {
 	return features.New("fresh install creates the Secret and injects the CA everywhere").
 		WithLabel(suite.LabelScenario, "C1").
-		WithLabel(suite.LabelCertMode, string(install.Automatic)).
+		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		Assess("the Secret is kubernetes.io/tls with tls.crt, tls.key and ca.crt", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			s, err := c.Kube().CoreV1().Secrets(r.Namespace).Get(ctx, r.SecretName(), metav1.GetOptions{})
@@ -68,7 +72,7 @@ func freshInstall() types.Feature {
 			// The operator never lets the serving certificate outlive its CA.
 			expectLifetime(t, "serving certificate (tls.crt)", s.Leaf, created, min(serverValidity, s.CA.NotAfter.Sub(created)))
 			if !s.CA.IsCA {
-				expect.Errorf(t, "ca.crt: expected a CA certificate, saw %s", install.Describe(s.CA))
+				expect.Errorf(t, "ca.crt: expected a CA certificate, saw %s", pki.Describe(s.CA))
 			}
 			expectRandomSerials(t, s)
 			return ctx
@@ -99,7 +103,7 @@ func freshInstall() types.Feature {
 		}).
 		Assess("the operator's log tells its start: no usable certificate, waiting for the leader; elected; Secret created; certificate loaded; webhook server started", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
-			pods, err := install.OperatorPods(ctx, c.Kube(), r)
+			pods, err := release.OperatorPods(ctx, c.Kube(), r)
 			expect.NoError(t, err, "listing the operator's pods")
 			if len(pods) != 1 {
 				expect.Fatalf(t, "expected the one operator pod of a fresh install with the chart's defaults, saw %d", len(pods))
@@ -132,10 +136,10 @@ const certificateNotAfterMetric = "dynamo_webhook_certificate_not_after_seconds"
 
 // expectExpiryReported scrapes every operator pod of r (HTTPS, a token allowed to get
 // /metrics) until each reports leaf's notAfter in certificateNotAfterMetric.
-func expectExpiryReported(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, leaf *x509.Certificate) {
+func expectExpiryReported(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, leaf *x509.Certificate) {
 	t.Helper()
 	want := leaf.NotAfter.Unix()
-	reader := install.NewMetricsReader(c.Kube(), r)
+	reader := metrics.NewMetricsReader(c.Kube(), r)
 	expect.Eventually(ctx, t, fmt.Sprintf("every operator pod to report %s %d (the served certificate's notAfter, %s)", certificateNotAfterMetric, want, leaf.NotAfter.UTC().Format(time.RFC3339)), convergeTimeout,
 		func(ctx context.Context) (bool, string, error) {
 			scrapes, err := reader.ScrapeReadyOperators(ctx, c.DialPod)
@@ -193,29 +197,29 @@ const minSerialBits = 64
 
 // expectRandomSerials checks that the CA's and the serving certificate's serial numbers are
 // positive, random-sized and different.
-func expectRandomSerials(t *testing.T, s install.SecretCertificates) {
+func expectRandomSerials(t *testing.T, s pki.SecretCertificates) {
 	t.Helper()
 	for _, c := range []struct {
 		what string
 		cert *x509.Certificate
 	}{{"ca.crt", s.CA}, {"tls.crt", s.Leaf}} {
 		if n := c.cert.SerialNumber; n.Sign() <= 0 || n.BitLen() < minSerialBits {
-			expect.Errorf(t, "%s: expected a positive random serial number of at least %d bits, saw %s (%d bits)", c.what, minSerialBits, install.SerialHex(c.cert), n.BitLen())
+			expect.Errorf(t, "%s: expected a positive random serial number of at least %d bits, saw %s (%d bits)", c.what, minSerialBits, pki.SerialHex(c.cert), n.BitLen())
 		}
 	}
 	if s.CA.SerialNumber.Cmp(s.Leaf.SerialNumber) == 0 {
-		expect.Errorf(t, "expected the CA and the serving certificate to have different serial numbers, saw %s for both", install.SerialHex(s.CA))
+		expect.Errorf(t, "expected the CA and the serving certificate to have different serial numbers, saw %s for both", pki.SerialHex(s.CA))
 	}
 }
 
 // restartKeepsCertificate is C2: restarting the operator while its Secret is valid reuses the
 // certificate instead of generating a new one.
 func restartKeepsCertificate() types.Feature {
-	var before install.SecretCertificates
+	var before pki.SecretCertificates
 	var pods map[k8stypes.UID]bool
 	return features.New("operator restart with a valid Secret keeps the certificate").
 		WithLabel(suite.LabelScenario, "C2").
-		WithLabel(suite.LabelCertMode, string(install.Automatic)).
+		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			before = mustReadSecret(ctx, t, c, r)
@@ -238,15 +242,15 @@ func restartKeepsCertificate() types.Feature {
 		Assess("the new pod serves the same certificate and admission works", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			expectServed(ctx, t, c, r, before.Leaf)
-			expect.NoError(t, install.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission after the restart")
+			expect.NoError(t, release.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission after the restart")
 			return ctx
 		}).
 		Assess("every caBundle holds the CA once: a starting pod adds trust only where it is missing", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
-			bundles, err := install.ReadCABundles(ctx, c.Kube(), c.CRDs(), r)
+			bundles, err := release.ReadCABundles(ctx, c.Kube(), c.CRDs(), r)
 			expect.NoError(t, err, "reading the caBundles of %s", r)
 			if repeated := bundles.Repeated(before.CA); len(repeated) > 0 {
-				expect.Errorf(t, "expected every caBundle of %s to hold the CA (serial %s) once after the restart; saw %s", r, install.SerialHex(before.CA), strings.Join(repeated, "; "))
+				expect.Errorf(t, "expected every caBundle of %s to hold the CA (serial %s) once after the restart; saw %s", r, pki.SerialHex(before.CA), strings.Join(repeated, "; "))
 			}
 			return ctx
 		}).
@@ -256,12 +260,12 @@ func restartKeepsCertificate() types.Feature {
 // deletedSecretRegenerated is C3, the documented recovery: delete the Secret and restart the
 // operator; it generates a new certificate, updates every caBundle, and admission works again.
 func deletedSecretRegenerated() types.Feature {
-	var before install.SecretCertificates
+	var before pki.SecretCertificates
 	var pods map[k8stypes.UID]bool
-	var after install.SecretCertificates
+	var after pki.SecretCertificates
 	return features.New("deleted Secret plus rollout restart regenerates the certificate").
 		WithLabel(suite.LabelScenario, "C3").
-		WithLabel(suite.LabelCertMode, string(install.Automatic)).
+		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			before = mustReadSecret(ctx, t, c, r)
@@ -275,7 +279,7 @@ func deletedSecretRegenerated() types.Feature {
 			restartOperator(ctx, t, c, r, pods)
 			what := fmt.Sprintf("Secret %s/%s to be recreated with a new CA and certificate (old: %s)", r.Namespace, r.SecretName(), before)
 			expect.Eventually(ctx, t, what, convergeTimeout, func(ctx context.Context) (bool, string, error) {
-				s, err := install.ReadSecretCertificates(ctx, c.Kube(), r)
+				s, err := release.ReadSecretCertificates(ctx, c.Kube(), r)
 				if err != nil {
 					return false, err.Error(), nil
 				}
@@ -296,14 +300,14 @@ func deletedSecretRegenerated() types.Feature {
 		}).
 		Assess("admission works again: an invalid DynamoGraphDeployment is denied, a valid one admitted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
-			expect.NoError(t, install.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission after regeneration")
+			expect.NoError(t, release.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission after regeneration")
 			ns := suite.Namespace(ctx, t, "c3")
-			_, err := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.InvalidGraphDeployment(ns, "no-services"), metav1.CreateOptions{})
-			want := install.DeniedBy(install.GraphDeploymentValidatingWebhook)
+			_, err := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx, dynamo.InvalidGraphDeployment(ns, "no-services"), metav1.CreateOptions{})
+			want := dynamo.DeniedBy(dynamo.GraphDeploymentValidatingWebhook)
 			if err == nil || !containsAll(err.Error(), want, ns+"/no-services", "spec.services") {
 				expect.Errorf(t, "creating DynamoGraphDeployment %s/no-services: expected a denial containing %q, %q and %q, saw %v", ns, want, ns+"/no-services", "spec.services", err)
 			}
-			_, err = c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.GraphDeployment(ns, "graph"), metav1.CreateOptions{})
+			_, err = c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx, dynamo.GraphDeployment(ns, "graph"), metav1.CreateOptions{})
 			if err != nil {
 				expect.Errorf(t, "creating DynamoGraphDeployment %s/graph: expected it admitted, saw %v", ns, err)
 			}

@@ -25,8 +25,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/certmanager"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -44,11 +46,11 @@ const (
 
 // chartIssuer is the CA Issuer the chart renders when webhook.certManager.issuerRef.name is
 // empty, and chartCASecret the Secret of its CA (templates/certmanager.yaml).
-func chartIssuer(r *install.Release) install.IssuerRef {
-	return install.IssuerRef{Kind: cmv1.IssuerKind, Name: r.Name + "-webhook-ca-issuer"}
+func chartIssuer(r *chart.Release) chart.IssuerRef {
+	return chart.IssuerRef{Kind: cmv1.IssuerKind, Name: r.Name + "-webhook-ca-issuer"}
 }
 
-func chartCASecret(r *install.Release) string { return r.Name + "-webhook-ca" }
+func chartCASecret(r *chart.Release) string { return r.Name + "-webhook-ca" }
 
 func certManagerClient(t *testing.T, c *suite.Cluster) cmclient.Interface {
 	t.Helper()
@@ -63,11 +65,11 @@ func certManagerClient(t *testing.T, c *suite.Cluster) cmclient.Interface {
 // own CA chain (the default), then an Issuer and a ClusterIssuer named in issuerRef by
 // `helm upgrade`, and restores the release afterwards.
 func certManagerIssuance() types.Feature {
-	var created []install.IssuerRef
+	var created []chart.IssuerRef
 	suffix := rand.String(5)
 	f := features.New("cert-manager: Issuer → Certificate → Secret, cainjector fills every caBundle, issuerRef honored").
 		WithLabel(suite.LabelScenario, "C7").
-		WithLabel(suite.LabelCertMode, string(install.CertManager)).
+		WithLabel(suite.LabelCertMode, string(chart.CertManager)).
 		Assess("the chart's chain: self-signed Issuer → CA → CA Issuer → serving Certificate → Secret", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			if r.IssuerRef.Name != "" {
@@ -78,7 +80,7 @@ func certManagerIssuance() types.Feature {
 			cas, err := certutil.ParseCertsPEM(ca.Data["tls.crt"])
 			expect.NoError(t, err, "parsing tls.crt of the chart's CA Secret %s/%s", r.Namespace, chartCASecret(r))
 			if root := cas[0]; !root.IsCA || root.CheckSignatureFrom(root) != nil {
-				expect.Errorf(t, "Secret %s/%s: expected a self-signed CA (issued by the chart's self-signed Issuer), saw %s", r.Namespace, chartCASecret(r), install.Describe(root))
+				expect.Errorf(t, "Secret %s/%s: expected a self-signed CA (issued by the chart's self-signed Issuer), saw %s", r.Namespace, chartCASecret(r), pki.Describe(root))
 			}
 			expectIssuedBy(ctx, t, c, r, chartIssuer(r), ca.Data["tls.crt"])
 			return ctx
@@ -90,9 +92,9 @@ func certManagerIssuance() types.Feature {
 			if !ok {
 				expect.Fatalf(t, "expected a cluster with cert-manager for %s, saw none", r)
 			}
-			ref := install.IssuerRef{Kind: kind, Name: "c7-" + strings.ToLower(kind) + "-" + suffix}
+			ref := chart.IssuerRef{Kind: kind, Name: "c7-" + strings.ToLower(kind) + "-" + suffix}
 			created = append(created, ref)
-			issuer, err := install.CreateCAIssuer(ctx, c.RESTConfig(), ref, r.Namespace, cmNamespace, issuanceTimeout)
+			issuer, err := release.CreateCAIssuer(ctx, c.RESTConfig(), ref, r.Namespace, cmNamespace, issuanceTimeout)
 			expect.NoError(t, err, "creating CA %s %s", kind, ref.Name)
 			previous := mustReadSecret(ctx, t, c, r)
 
@@ -101,7 +103,7 @@ func certManagerIssuance() types.Feature {
 			expect.NoError(t, c.Installer().Upgrade(ctx, &upgraded), "helm upgrade with webhook.certManager.issuerRef %s/%s", kind, ref.Name)
 			expectIssuedBy(ctx, t, c, r, ref, issuer.CAPEM)
 			prevCA := previous.Secret.Data["ca.crt"]
-			expectCABundlesHold(ctx, t, c, r, prevCA, "the previous CA "+install.DescribePEM(prevCA)+
+			expectCABundlesHold(ctx, t, c, r, prevCA, "the previous CA "+pki.DescribePEM(prevCA)+
 				" next to the new one (cainjector merges CAs, so pods still serving the previous certificate stay trusted while switching issuers)")
 			return ctx
 		})
@@ -110,7 +112,7 @@ func certManagerIssuance() types.Feature {
 		c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 		restored := *r
 		expect.NoError(t, c.Installer().Upgrade(ctx, &restored), "restoring %s with helm upgrade", r)
-		expect.NoError(t, install.WaitAdmission(ctx, c.Dynamic(), r, issuanceTimeout), "admission after restoring %s", r)
+		expect.NoError(t, release.WaitAdmission(ctx, c.Dynamic(), r, issuanceTimeout), "admission after restoring %s", r)
 		if r.IssuerRef.Name == "" {
 			ca, err := c.Kube().CoreV1().Secrets(r.Namespace).Get(ctx, chartCASecret(r), metav1.GetOptions{})
 			expect.NoError(t, err, "getting the chart's CA Secret %s/%s", r.Namespace, chartCASecret(r))
@@ -128,7 +130,7 @@ func certManagerIssuance() types.Feature {
 // names ref and the release's Secret, is Ready, the Secret's certificate is signed by caPEM for
 // the Service host, every caBundle holds caPEM, the operator serves the Secret's certificate and
 // admission works.
-func expectIssuedBy(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, ref install.IssuerRef, caPEM []byte) {
+func expectIssuedBy(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, ref chart.IssuerRef, caPEM []byte) {
 	t.Helper()
 	cm := certManagerClient(t, c)
 	name := r.ServingCertificateName()
@@ -156,7 +158,7 @@ func expectIssuedBy(ctx context.Context, t *testing.T, c *suite.Cluster, r *inst
 
 // expectSecretSignedBy waits until the Secret's serving certificate is signed by caPEM and
 // valid for the Service host, and returns it.
-func expectSecretSignedBy(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, caPEM []byte) *x509.Certificate {
+func expectSecretSignedBy(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, caPEM []byte) *x509.Certificate {
 	t.Helper()
 	cas, err := certutil.ParseCertsPEM(caPEM)
 	expect.NoError(t, err, "parsing the issuer's CA")
@@ -165,16 +167,16 @@ func expectSecretSignedBy(ctx context.Context, t *testing.T, c *suite.Cluster, r
 		roots.AddCert(ca)
 	}
 	var leaf *x509.Certificate
-	what := fmt.Sprintf("Secret %s/%s to hold a certificate for %s signed by %s", r.Namespace, r.SecretName(), r.ServiceHost(), install.DescribePEM(caPEM))
+	what := fmt.Sprintf("Secret %s/%s to hold a certificate for %s signed by %s", r.Namespace, r.SecretName(), r.ServiceHost(), pki.DescribePEM(caPEM))
 	expect.Eventually(ctx, t, what, issuanceTimeout, func(ctx context.Context) (bool, string, error) {
-		s, err := install.ReadSecretCertificates(ctx, c.Kube(), r)
+		s, err := release.ReadSecretCertificates(ctx, c.Kube(), r)
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		leaf = s.Leaf
 		_, err = s.Leaf.Verify(x509.VerifyOptions{DNSName: r.ServiceHost(), Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 		if err != nil {
-			return false, fmt.Sprintf("%s: %v", install.Describe(s.Leaf), err), nil
+			return false, fmt.Sprintf("%s: %v", pki.Describe(s.Leaf), err), nil
 		}
 		return true, "", nil
 	})
@@ -190,9 +192,9 @@ func readyCondition(crt *cmv1.Certificate) string {
 	return "no Ready condition"
 }
 
-// deleteCAIssuer removes what install.CreateCAIssuer made: the issuer, its self-signed
+// deleteCAIssuer removes what release.CreateCAIssuer made: the issuer, its self-signed
 // bootstrap issuer, the CA Certificate and its Secret.
-func deleteCAIssuer(ctx context.Context, t *testing.T, c *suite.Cluster, ref install.IssuerRef, namespace, cmNamespace string) {
+func deleteCAIssuer(ctx context.Context, t *testing.T, c *suite.Cluster, ref chart.IssuerRef, namespace, cmNamespace string) {
 	t.Helper()
 	cm := certManagerClient(t, c)
 	ignore := func(err error, doing string) {
@@ -222,12 +224,12 @@ func deleteCAIssuer(ctx context.Context, t *testing.T, c *suite.Cluster, ref ins
 // through the renewal sees no failure.
 func certManagerRenewal() types.Feature {
 	var ns string
-	var before install.SecretCertificates
+	var before pki.SecretCertificates
 	var pods podGeneration
 	var revision int
 	return features.New("cert-manager: leaf renewal is served without a restart and without failed admissions").
 		WithLabel(suite.LabelScenario, "C8").
-		WithLabel(suite.LabelCertMode, string(install.CertManager)).
+		WithLabel(suite.LabelCertMode, string(chart.CertManager)).
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			ns = suite.Namespace(ctx, t, "c8")
@@ -256,24 +258,24 @@ func certManagerRenewal() types.Feature {
 
 			triggered := time.Now()
 			triggerRenewal(ctx, t, c, r, "C8")
-			var renewed install.SecretCertificates
-			what := fmt.Sprintf("Secret %s/%s to hold a renewed certificate (old serial %s)", r.Namespace, r.SecretName(), install.SerialHex(before.Leaf))
+			var renewed pki.SecretCertificates
+			what := fmt.Sprintf("Secret %s/%s to hold a renewed certificate (old serial %s)", r.Namespace, r.SecretName(), pki.SerialHex(before.Leaf))
 			expect.Eventually(ctx, t, what, issuanceTimeout, func(ctx context.Context) (bool, string, error) {
-				s, err := install.ReadSecretCertificates(ctx, c.Kube(), r)
+				s, err := release.ReadSecretCertificates(ctx, c.Kube(), r)
 				if err != nil {
 					return false, err.Error(), nil
 				}
 				renewed = s
-				return !s.Leaf.Equal(before.Leaf), "still " + install.Describe(s.Leaf).String(), nil
+				return !s.Leaf.Equal(before.Leaf), "still " + pki.Describe(s.Leaf).String(), nil
 			})
 			issued := time.Since(triggered)
 			expectServedWithin(ctx, t, c, r, renewed.Leaf, issuanceTimeout)
 			served := time.Since(triggered)
 			suite.Note(ctx, t, "issuedSeconds", issued.Seconds())
 			suite.Note(ctx, t, "servedSeconds", served.Seconds())
-			suite.Note(ctx, t, "servedSerial", install.SerialHex(renewed.Leaf))
+			suite.Note(ctx, t, "servedSerial", pki.SerialHex(renewed.Leaf))
 			if !renewed.CA.Equal(before.CA) {
-				expect.Errorf(t, "renewal: expected the same CA (the chart's chain renews only the leaf), saw CA %s instead of %s", install.Describe(renewed.CA), install.Describe(before.CA))
+				expect.Errorf(t, "renewal: expected the same CA (the chart's chain renews only the leaf), saw CA %s instead of %s", pki.Describe(renewed.CA), pki.Describe(before.CA))
 			}
 			time.Sleep(renewalLoadAfter)
 			return ctx
@@ -299,7 +301,7 @@ var renewalTriggerRetry = wait.Backoff{Steps: 20, Duration: 50 * time.Millisecon
 // triggerRenewal does what `cmctl renew` does: it sets the Certificate's Issuing condition, and
 // cert-manager issues a new certificate at once. by names the scenario in the condition's message.
 // cert-manager writes the Certificate's status too, so the update is retried on a conflict.
-func triggerRenewal(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, by string) {
+func triggerRenewal(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, by string) {
 	t.Helper()
 	certs := certManagerClient(t, c).CertmanagerV1().Certificates(r.Namespace)
 	err := retry.RetryOnConflict(renewalTriggerRetry, func() error {
@@ -318,7 +320,7 @@ func triggerRenewal(ctx context.Context, t *testing.T, c *suite.Cluster, r *inst
 // Issuing, at a revision above after. It returns that revision. A renewal triggered before
 // that would be lost: cert-manager clears the Issuing condition when the issuance in progress
 // ends.
-func waitIssued(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, after int) int {
+func waitIssued(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, after int) int {
 	t.Helper()
 	certs := certManagerClient(t, c).CertmanagerV1().Certificates(r.Namespace)
 	revision := 0

@@ -14,13 +14,14 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
 // userServing is the certificate the user brought in external or OLM mode.
-func userServing(t *testing.T, r *install.Release) *install.ServingCertificate {
+func userServing(t *testing.T, r *chart.Release) *pki.ServingCertificate {
 	t.Helper()
 	if r.Serving == nil {
 		expect.Fatalf(t, "%s: expected the serving certificate the user brought (Release.Serving), saw none", r)
@@ -36,7 +37,7 @@ func externalSecretServed() types.Feature {
 	var w watch.Interface
 	return features.New("external: the user's Secret and caBundle are served and the Secret is never written").
 		WithLabel(suite.LabelScenario, "C9").
-		WithLabel(suite.LabelCertMode, string(install.External)).
+		WithLabel(suite.LabelCertMode, string(chart.External)).
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			secrets := c.Kube().CoreV1().Secrets(r.Namespace)
@@ -125,21 +126,21 @@ func managers(s *corev1.Secret) string {
 // suite it switches the release to an OLM-style Secret with a new CA (helm upgrade with the new
 // caBundle, then a restart, as OLM's install would), and restores the release afterwards.
 func olmMountServed() types.Feature {
-	var olm install.Release
+	var olm chart.Release
 	var switched bool
 	return features.New("OLM-style mount: tls.cert/tls.key are served").
 		WithLabel(suite.LabelScenario, "C10").
-		WithLabel(suite.LabelCertMode, string(install.External)).
-		WithLabel(suite.LabelCertMode, string(install.OLM)).
+		WithLabel(suite.LabelCertMode, string(chart.External)).
+		WithLabel(suite.LabelCertMode, string(chart.OLM)).
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			olm = *r
-			if r.Mode == install.OLM {
+			if r.Mode == chart.OLM {
 				return ctx
 			}
-			sc, err := install.NewServingCertificate(r.ServiceHost())
+			sc, err := pki.NewServingCertificate(r.ServiceHost())
 			expect.NoError(t, err, "creating an OLM-style serving certificate")
-			olm.Mode, olm.Serving = install.OLM, sc
+			olm.Mode, olm.Serving = chart.OLM, sc
 			pods := operatorPodUIDs(ctx, t, c, r)
 			switched = true
 			expect.NoError(t, c.Installer().Upgrade(ctx, &olm), "switching %s to an OLM-style Secret", r)

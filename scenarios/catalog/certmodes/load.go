@@ -11,8 +11,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -41,7 +41,7 @@ const maxFailureSamples = 5
 func startAdmissionLoad(ctx context.Context, c *suite.Cluster, ns string, perSecond int) *admissionLoad {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l := &admissionLoad{interval: time.Second / time.Duration(perSecond), stop: cancel, started: time.Now()}
-	graphs := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns)
+	graphs := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns)
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	l.inflight.Go(func() {
 		tick := time.NewTicker(l.interval)
@@ -58,10 +58,10 @@ func startAdmissionLoad(ctx context.Context, c *suite.Cluster, ns string, perSec
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 				defer cancel()
 				start := time.Now()
-				got, err := graphs.Create(rctx, install.GraphDeployment(ns, name), dry)
+				got, err := graphs.Create(rctx, dynamo.GraphDeployment(ns, name), dry)
 				if err == nil {
-					if _, ok := got.GetAnnotations()[install.OriginVersionAnnotation]; !ok {
-						err = fmt.Errorf("admitted without annotation %s (mutating webhook not called)", install.OriginVersionAnnotation)
+					if _, ok := got.GetAnnotations()[dynamo.OriginVersionAnnotation]; !ok {
+						err = fmt.Errorf("admitted without annotation %s (mutating webhook not called)", dynamo.OriginVersionAnnotation)
 					}
 				}
 				l.record(start, time.Since(start), err)

@@ -28,8 +28,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -62,11 +63,11 @@ const arrivalSkew = time.Second
 func oneWriter() types.Feature {
 	return features.New(fmt.Sprintf("%d replicas rotating certificates through %d leader hand-overs: only the Lease holder writes the Secret and the caBundles", rolloutReplicas, oneWriterHandOvers)).
 		WithLabel(suite.LabelScenario, "C12").
-		WithLabel(suite.LabelCertMode, string(install.Automatic)).
+		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			two := *r
-			two.Values = install.MergeValues(r.Values, map[string]any{"replicas": rolloutReplicas})
+			two.Values = chart.MergeValues(r.Values, map[string]any{"replicas": rolloutReplicas})
 			startShortRotations(ctx, t, c, &two)
 			if n := len(operatorPodUIDs(ctx, t, c, r)); n != rolloutReplicas {
 				expect.Fatalf(t, "%s upgraded with replicas: %d: expected %d operator pods, saw %d", r, rolloutReplicas, rolloutReplicas, n)
@@ -174,14 +175,14 @@ var (
 // watchWrites lists each object C12 judges by name and watches it from the list's
 // resourceVersion until stop; a dropped watch resumes where it left off (RetryWatcher), so no
 // event between is lost.
-func watchWrites(ctx context.Context, dyn dynamic.Interface, r *install.Release) (*writeLog, error) {
+func watchWrites(ctx context.Context, dyn dynamic.Interface, r *chart.Release) (*writeLog, error) {
 	objects := []watched{
 		{kind: "Secret", gvr: secretsGVR, namespace: r.Namespace, name: r.SecretName(), changes: secretChanges},
 		{kind: "ValidatingWebhookConfiguration", gvr: validatingGVR, name: r.ValidatingName(), changes: webhookCABundleChanges},
 		{kind: "MutatingWebhookConfiguration", gvr: mutatingGVR, name: r.MutatingName(), changes: webhookCABundleChanges},
 	}
 	if r.InstallsCRDs() {
-		objects = append(objects, watched{kind: "CustomResourceDefinition", gvr: crdsGVR, name: install.ConversionCRD, changes: conversionCABundleChanges})
+		objects = append(objects, watched{kind: "CustomResourceDefinition", gvr: crdsGVR, name: chart.ConversionCRD, changes: conversionCABundleChanges})
 	}
 	lease := watched{kind: "Lease", gvr: leasesGVR, namespace: r.Namespace, name: r.LeaderElectionID()}
 
@@ -493,7 +494,7 @@ type tenure struct {
 // judge checks the observation: every Secret write by the Lease holder at its revision, every
 // caBundle write by the holder or adding trust only (a starting replica), and enough rotations
 // and hand-overs to mean something.
-func (l *writeLog) judge(ctx context.Context, t *testing.T, r *install.Release) {
+func (l *writeLog) judge(ctx context.Context, t *testing.T, r *chart.Release) {
 	t.Helper()
 	l.mu.Lock()
 	errs := slices.Clone(l.errs)
@@ -689,7 +690,7 @@ func caSerials(bundle []byte) string {
 	}
 	var out []string
 	for _, c := range certs {
-		out = append(out, install.SerialHex(c))
+		out = append(out, pki.SerialHex(c))
 	}
 	return strings.Join(out, " + ")
 }

@@ -11,8 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -21,9 +22,9 @@ import (
 type podGeneration map[string]string // pod UID → "name (restarts: container=n …)"
 
 // snapshotPods records the release's operator pods and their restart counts.
-func snapshotPods(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release) podGeneration {
+func snapshotPods(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) podGeneration {
 	t.Helper()
-	pods, err := install.OperatorPods(ctx, c.Kube(), r)
+	pods, err := release.OperatorPods(ctx, c.Kube(), r)
 	expect.NoError(t, err, "listing the operator pods of %s", r)
 	out := podGeneration{}
 	for _, p := range pods {
@@ -53,7 +54,7 @@ func (g podGeneration) String() string {
 }
 
 // expectSamePods fails unless the operator pods are exactly those of before, none restarted.
-func expectSamePods(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, before podGeneration, why string) {
+func expectSamePods(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, before podGeneration, why string) {
 	t.Helper()
 	now := snapshotPods(ctx, t, c, r)
 	if now.String() != before.String() {
@@ -62,7 +63,7 @@ func expectSamePods(ctx context.Context, t *testing.T, c *suite.Cluster, r *inst
 }
 
 // operatorReplicas is the replica count the release's Deployment asks for.
-func operatorReplicas(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release) int32 {
+func operatorReplicas(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) int32 {
 	t.Helper()
 	s, err := c.Kube().AppsV1().Deployments(r.Namespace).GetScale(ctx, r.DeploymentName(), metav1.GetOptions{})
 	expect.NoError(t, err, "getting the scale of Deployment %s/%s", r.Namespace, r.DeploymentName())
@@ -71,7 +72,7 @@ func operatorReplicas(ctx context.Context, t *testing.T, c *suite.Cluster, r *in
 
 // scaleOperator does `kubectl scale deployment --replicas=n` and waits for the result: no pod
 // left for 0, the Deployment Available otherwise.
-func scaleOperator(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, n int32) {
+func scaleOperator(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, n int32) {
 	t.Helper()
 	ref := r.Namespace + "/" + r.DeploymentName()
 	deployments := c.Kube().AppsV1().Deployments(r.Namespace)
@@ -81,16 +82,16 @@ func scaleOperator(ctx context.Context, t *testing.T, c *suite.Cluster, r *insta
 	_, err = deployments.UpdateScale(ctx, r.DeploymentName(), s, metav1.UpdateOptions{})
 	expect.NoError(t, err, "scaling Deployment %s to %d replicas", ref, n)
 	if n == 0 {
-		sel := "app.kubernetes.io/name=" + install.OperatorAppLabel + ",app.kubernetes.io/instance=" + r.Name
-		expect.NoError(t, install.WaitPodsGone(ctx, c.Kube(), r.Namespace, sel, rolloutTimeout), "scaling Deployment %s to 0", ref)
+		sel := "app.kubernetes.io/name=" + chart.OperatorAppLabel + ",app.kubernetes.io/instance=" + r.Name
+		expect.NoError(t, release.WaitPodsGone(ctx, c.Kube(), r.Namespace, sel, rolloutTimeout), "scaling Deployment %s to 0", ref)
 		return
 	}
-	expect.NoError(t, install.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout), "scaling Deployment %s to %d", ref, n)
+	expect.NoError(t, release.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout), "scaling Deployment %s to %d", ref, n)
 }
 
 // operatorLogs returns the current logs of every operator pod, by pod name.
-func operatorLogs(ctx context.Context, c *suite.Cluster, r *install.Release) (map[string]string, error) {
-	pods, err := install.OperatorPods(ctx, c.Kube(), r)
+func operatorLogs(ctx context.Context, c *suite.Cluster, r *chart.Release) (map[string]string, error) {
+	pods, err := release.OperatorPods(ctx, c.Kube(), r)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +108,7 @@ func operatorLogs(ctx context.Context, c *suite.Cluster, r *install.Release) (ma
 
 // expectLogLine waits until a log line of some operator pod contains every one of parts (what
 // `kubectl logs` shows a user), quoting the operator's certificate-related lines otherwise.
-func expectLogLine(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, what string, parts ...string) {
+func expectLogLine(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, what string, parts ...string) {
 	t.Helper()
 	expect.Eventually(ctx, t, fmt.Sprintf("an operator log line %s (containing %q)", what, parts), convergeTimeout, func(ctx context.Context) (bool, string, error) {
 		logs, err := operatorLogs(ctx, c, r)
@@ -133,14 +134,14 @@ func expectLogLine(ctx context.Context, t *testing.T, c *suite.Cluster, r *insta
 }
 
 // expectAdmission waits until the release's webhooks answer through the API server.
-func expectAdmission(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, when string) {
+func expectAdmission(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, when string) {
 	t.Helper()
-	expect.NoError(t, install.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission %s", when)
+	expect.NoError(t, release.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission %s", when)
 }
 
 // releaseDuration reads a Go duration from the release's chart values (path of keys), or def
 // when the release leaves it at the chart's default.
-func releaseDuration(t *testing.T, r *install.Release, def time.Duration, path ...string) time.Duration {
+func releaseDuration(t *testing.T, r *chart.Release, def time.Duration, path ...string) time.Duration {
 	t.Helper()
 	var cur any = r.Values
 	for _, key := range path {
@@ -162,7 +163,7 @@ func releaseDuration(t *testing.T, r *install.Release, def time.Duration, path .
 }
 
 // checkInterval is webhook.checkInterval: how often the operator re-checks its certificates.
-func checkInterval(t *testing.T, r *install.Release) time.Duration {
+func checkInterval(t *testing.T, r *chart.Release) time.Duration {
 	t.Helper()
 	return releaseDuration(t, r, 30*time.Second, "webhook", "checkInterval")
 }

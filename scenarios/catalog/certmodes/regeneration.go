@@ -12,8 +12,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -22,7 +24,7 @@ import (
 type unusableSecret struct {
 	name string
 	// make returns the planted certificate; host is the Service host, lookAhead the release's.
-	make func(host string, lookAhead time.Duration) (*install.ServingCertificate, error)
+	make func(host string, lookAhead time.Duration) (*pki.ServingCertificate, error)
 	// reason are parts of the operator's log line saying why it regenerated.
 	reason func(host string) []string
 }
@@ -32,35 +34,35 @@ type unusableSecret struct {
 var unusableSecrets = []unusableSecret{
 	{
 		name: "a serving certificate without the Service's DNS name",
-		make: func(_ string, _ time.Duration) (*install.ServingCertificate, error) {
-			ca, err := install.NewCertificateAuthority("gauntlet C4 wrong-SAN CA", 10*365*24*time.Hour)
+		make: func(_ string, _ time.Duration) (*pki.ServingCertificate, error) {
+			ca, err := pki.NewCertificateAuthority("gauntlet C4 wrong-SAN CA", 10*365*24*time.Hour)
 			if err != nil {
 				return nil, err
 			}
-			return ca.Issue(install.LeafOptions{DNSNames: []string{"wrong-service.elsewhere.svc"}})
+			return ca.Issue(pki.LeafOptions{DNSNames: []string{"wrong-service.elsewhere.svc"}})
 		},
 		reason: func(host string) []string { return []string{"not valid for " + host} },
 	},
 	{
 		name: "a serving certificate expiring within the look-ahead",
-		make: func(host string, lookAhead time.Duration) (*install.ServingCertificate, error) {
-			ca, err := install.NewCertificateAuthority("gauntlet C4 CA of an expiring certificate", 10*365*24*time.Hour)
+		make: func(host string, lookAhead time.Duration) (*pki.ServingCertificate, error) {
+			ca, err := pki.NewCertificateAuthority("gauntlet C4 CA of an expiring certificate", 10*365*24*time.Hour)
 			if err != nil {
 				return nil, err
 			}
-			return ca.Issue(install.LeafOptions{DNSNames: []string{host}, NotAfter: time.Now().Add(lookAhead / 3)})
+			return ca.Issue(pki.LeafOptions{DNSNames: []string{host}, NotAfter: time.Now().Add(lookAhead / 3)})
 		},
 		reason: func(string) []string { return []string{"serving certificate expires at", "look-ahead"} },
 	},
 	{
 		name: "a CA expiring within the look-ahead",
-		make: func(host string, lookAhead time.Duration) (*install.ServingCertificate, error) {
-			ca, err := install.NewCertificateAuthority("gauntlet C4 expiring CA", lookAhead/3)
+		make: func(host string, lookAhead time.Duration) (*pki.ServingCertificate, error) {
+			ca, err := pki.NewCertificateAuthority("gauntlet C4 expiring CA", lookAhead/3)
 			if err != nil {
 				return nil, err
 			}
 			// The serving certificate itself outlives the look-ahead: only its CA is the problem.
-			return ca.Issue(install.LeafOptions{DNSNames: []string{host}, NotAfter: time.Now().Add(2 * lookAhead)})
+			return ca.Issue(pki.LeafOptions{DNSNames: []string{host}, NotAfter: time.Now().Add(2 * lookAhead)})
 		},
 		reason: func(string) []string { return []string{"CA certificate", "look-ahead"} },
 	},
@@ -74,7 +76,7 @@ func unusableSecretRegenerated() types.Feature {
 	var replicas int32
 	f := features.New("a Secret with wrong SANs or expiring within the look-ahead is regenerated at startup").
 		WithLabel(suite.LabelScenario, "C4").
-		WithLabel(suite.LabelCertMode, string(install.Automatic)).
+		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			replicas = operatorReplicas(ctx, t, c, r)
@@ -91,7 +93,7 @@ func unusableSecretRegenerated() types.Feature {
 			expect.NoError(t, err, "making %s", bad.name)
 
 			scaleOperator(ctx, t, c, r, 0)
-			err = install.ApplySecret(ctx, c.Kube(), install.ServingSecret(r.Namespace, r.SecretName(), planted, false))
+			err = release.ApplySecret(ctx, c.Kube(), pki.ServingSecret(r.Namespace, r.SecretName(), planted, false))
 			expect.NoError(t, err, "writing %s into Secret %s/%s", bad.name, r.Namespace, r.SecretName())
 			scaleOperator(ctx, t, c, r, replicas)
 
@@ -115,18 +117,18 @@ func unusableSecretRegenerated() types.Feature {
 
 // expectRegenerated waits until the Secret holds a new CA and a new serving certificate for the
 // Service host, chaining to the new CA, instead of what was planted.
-func expectRegenerated(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, planted *install.ServingCertificate, what string) install.SecretCertificates {
+func expectRegenerated(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, planted *pki.ServingCertificate, what string) pki.SecretCertificates {
 	t.Helper()
-	var after install.SecretCertificates
+	var after pki.SecretCertificates
 	desc := fmt.Sprintf("Secret %s/%s to be regenerated (planted: %s, serving %s, CA %s)", r.Namespace, r.SecretName(),
-		what, install.Describe(planted.Leaf), install.Describe(planted.CA))
+		what, pki.Describe(planted.Leaf), pki.Describe(planted.CA))
 	expect.Eventually(ctx, t, desc, convergeTimeout, func(ctx context.Context) (bool, string, error) {
-		s, err := install.ReadSecretCertificates(ctx, c.Kube(), r)
+		s, err := release.ReadSecretCertificates(ctx, c.Kube(), r)
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		after = s
-		seen := fmt.Sprintf("serving %s; CA %s", install.Describe(s.Leaf), install.Describe(s.CA))
+		seen := fmt.Sprintf("serving %s; CA %s", pki.Describe(s.Leaf), pki.Describe(s.CA))
 		return !s.Leaf.Equal(planted.Leaf) && !s.CA.Equal(planted.CA), seen, nil
 	})
 	if !slices.Contains(after.Leaf.DNSNames, r.ServiceHost()) {
@@ -140,7 +142,7 @@ func expectRegenerated(ctx context.Context, t *testing.T, c *suite.Cluster, r *i
 	lookAhead := releaseDuration(t, r, 2160*time.Hour, "webhook", "certificateValidity", "lookAhead")
 	for _, cert := range []*x509.Certificate{after.Leaf, after.CA} {
 		if left := time.Until(cert.NotAfter); left <= lookAhead {
-			expect.Errorf(t, "regenerated certificate %s: expected it to outlive the look-ahead of %s, saw it expire in %s", install.Describe(cert), lookAhead, left.Round(time.Minute))
+			expect.Errorf(t, "regenerated certificate %s: expected it to outlive the look-ahead of %s, saw it expire in %s", pki.Describe(cert), lookAhead, left.Round(time.Minute))
 		}
 	}
 	return after

@@ -10,8 +10,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -35,12 +36,12 @@ func restartsUnderLoad() types.Feature {
 	var ns string
 	return features.New(fmt.Sprintf("%d rollout restarts of %d replicas under constant admission load fail no admission", rolloutRestarts, rolloutReplicas)).
 		WithLabel(suite.LabelScenario, "P4").
-		WithLabel(suite.LabelCertMode, string(install.Automatic)).
+		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			ns = suite.Namespace(ctx, t, "p4")
 			two := *r
-			two.Values = install.MergeValues(r.Values, map[string]any{"replicas": rolloutReplicas})
+			two.Values = chart.MergeValues(r.Values, map[string]any{"replicas": rolloutReplicas})
 			expect.NoError(t, c.Installer().Upgrade(ctx, &two), "helm upgrade of %s with replicas: %d", r, rolloutReplicas)
 			expect.NoError(t, c.Installer().WaitReady(ctx, &two, rolloutTimeout), "waiting for %s with %d replicas", r, rolloutReplicas)
 			if n := len(operatorPodUIDs(ctx, t, c, r)); n != rolloutReplicas {
@@ -61,10 +62,10 @@ func restartsUnderLoad() types.Feature {
 				for i := range rolloutRestarts {
 					start := time.Now()
 					before := operatorPodUIDs(ctx, t, c, r)
-					expect.NoError(t, install.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()), "rollout restart %d/%d", i+1, rolloutRestarts)
+					expect.NoError(t, release.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()), "rollout restart %d/%d", i+1, rolloutRestarts)
 					expect.Eventually(ctx, t, fmt.Sprintf("rollout restart %d/%d of Deployment %s/%s to replace both pods", i+1, rolloutRestarts, r.Namespace, r.DeploymentName()),
-						rolloutTimeout, install.PodsReplaced(c.Kube(), r, before))
-					expect.NoError(t, install.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout), "after rollout restart %d/%d", i+1, rolloutRestarts)
+						rolloutTimeout, release.PodsReplaced(c.Kube(), r, before))
+					expect.NoError(t, release.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout), "after rollout restart %d/%d", i+1, rolloutRestarts)
 					took = append(took, round3(time.Since(start).Seconds()))
 					t.Logf("rollout restart %d/%d done in %.1fs; load so far: %s", i+1, rolloutRestarts, time.Since(start).Seconds(), load)
 				}

@@ -11,8 +11,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -26,19 +28,19 @@ import (
 // fails.
 func caFollowedAtRuntime() types.Feature {
 	var pods podGeneration
-	var replacement *install.ServingCertificate
+	var replacement *pki.ServingCertificate
 	var replacedAt time.Time
 	return features.New("CA changed at runtime: caBundles and the served certificate follow without a restart").
 		WithLabel(suite.LabelScenario, "C5").
-		WithLabel(suite.LabelCertMode, string(install.Automatic)).
+		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			expectAdmission(ctx, t, c, r, "before the CA change")
 			pods = snapshotPods(ctx, t, c, r)
-			ca, err := install.NewCertificateAuthority("gauntlet C5 replacement CA", 10*365*24*time.Hour)
+			ca, err := pki.NewCertificateAuthority("gauntlet C5 replacement CA", 10*365*24*time.Hour)
 			expect.NoError(t, err, "creating the replacement CA")
 			svc := r.ServiceName()
-			replacement, err = ca.Issue(install.LeafOptions{DNSNames: []string{svc, svc + "." + r.Namespace, r.ServiceHost(), r.ServiceHost() + ".cluster.local"}})
+			replacement, err = ca.Issue(pki.LeafOptions{DNSNames: []string{svc, svc + "." + r.Namespace, r.ServiceHost(), r.ServiceHost() + ".cluster.local"}})
 			expect.NoError(t, err, "issuing the replacement serving certificate")
 			return ctx
 		}).
@@ -47,7 +49,7 @@ func caFollowedAtRuntime() types.Feature {
 			secrets := c.Kube().CoreV1().Secrets(r.Namespace)
 			s, err := secrets.Get(ctx, r.SecretName(), metav1.GetOptions{})
 			expect.NoError(t, err, "getting Secret %s/%s", r.Namespace, r.SecretName())
-			s.Data = install.ServingSecret(r.Namespace, r.SecretName(), replacement, false).Data
+			s.Data = pki.ServingSecret(r.Namespace, r.SecretName(), replacement, false).Data
 			_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
 			expect.NoError(t, err, "replacing Secret %s/%s", r.Namespace, r.SecretName())
 			replacedAt = time.Now()
@@ -58,9 +60,9 @@ func caFollowedAtRuntime() types.Feature {
 			interval := checkInterval(t, r)
 			deadline := interval / 2
 			what := fmt.Sprintf("every caBundle of %s (validating, mutating, DGDR conversion) to contain the replacement CA %s within %s of the Secret change "+
-				"(the operator re-checks only every %s, so it must react to the change itself)", r, install.DescribePEM(replacement.CAPEM), deadline, interval)
+				"(the operator re-checks only every %s, so it must react to the change itself)", r, pki.DescribePEM(replacement.CAPEM), deadline, interval)
 			expect.Eventually(ctx, t, what, max(time.Until(replacedAt.Add(deadline)), time.Second), func(ctx context.Context) (bool, string, error) {
-				bundles, err := install.ReadCABundles(ctx, c.Kube(), c.CRDs(), r)
+				bundles, err := release.ReadCABundles(ctx, c.Kube(), c.CRDs(), r)
 				if err != nil {
 					return false, err.Error(), nil
 				}
@@ -80,7 +82,7 @@ func caFollowedAtRuntime() types.Feature {
 			s := mustReadSecret(ctx, t, c, r)
 			if !s.Leaf.Equal(replacement.Leaf) || !s.CA.Equal(replacement.CA) {
 				expect.Errorf(t, "Secret %s/%s after the change: expected the replacement (serving serial %s, CA serial %s), saw %s",
-					r.Namespace, r.SecretName(), install.SerialHex(replacement.Leaf), install.SerialHex(replacement.CA), s)
+					r.Namespace, r.SecretName(), pki.SerialHex(replacement.Leaf), pki.SerialHex(replacement.CA), s)
 			}
 			return ctx
 		}).

@@ -16,8 +16,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/certmanager"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -61,7 +63,7 @@ var shortRotationValues = map[string]any{"webhook": map[string]any{
 // rotation is one observed change of the Secret: the new certificates, when the change was
 // seen, and how long after that the webhook Service served the new certificate.
 type rotation struct {
-	certs      install.SecretCertificates
+	certs      pki.SecretCertificates
 	caChanged  bool
 	seen       time.Time
 	servedWait time.Duration
@@ -78,15 +80,15 @@ func rotationsUnderLoad() types.Feature {
 	var pods podGeneration
 	return features.New(fmt.Sprintf("%d certificate rotations under constant admission load fail no admission", rotations)).
 		WithLabel(suite.LabelScenario, "P3").
-		WithLabel(suite.LabelCertMode, string(install.Automatic)).
-		WithLabel(suite.LabelCertMode, string(install.CertManager)).
+		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
+		WithLabel(suite.LabelCertMode, string(chart.CertManager)).
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			ns = suite.Namespace(ctx, t, "p3")
 			switch r.Mode {
-			case install.Automatic:
+			case chart.Automatic:
 				startShortRotations(ctx, t, c, r)
-			case install.CertManager:
+			case chart.CertManager:
 				expect.NoError(t, certmanager.WaitObjectReady(ctx, c.RESTConfig(), cmv1.CertificateKind, r.Namespace, r.ServingCertificateName(), issuanceTimeout), "before the renewals")
 				expectServedWithin(ctx, t, c, r, mustReadSecret(ctx, t, c, r).Leaf, issuanceTimeout)
 			default:
@@ -107,9 +109,9 @@ func rotationsUnderLoad() types.Feature {
 				}
 				var seen []rotation
 				switch r.Mode {
-				case install.Automatic:
+				case chart.Automatic:
 					seen = followAutomaticRotations(ctx, t, c, r)
-				case install.CertManager:
+				case chart.CertManager:
 					seen = renewRepeatedly(ctx, t, c, r)
 				}
 				time.Sleep(reliabilityLoadMargin)
@@ -123,7 +125,7 @@ func rotationsUnderLoad() types.Feature {
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
-			if r.Mode == install.Automatic {
+			if r.Mode == chart.Automatic {
 				restoreLongValidity(ctx, t, c, r)
 			}
 			return ctx
@@ -135,23 +137,23 @@ func rotationsUnderLoad() types.Feature {
 // generate its first short-lived certificate: the long-lived one in the Secret still passes
 // the new look-ahead, so the Secret is deleted and the leader regenerates at once (T11's path).
 // It returns once the Secret holds a short-lived certificate that the Service serves.
-func startShortRotations(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release) {
+func startShortRotations(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) {
 	t.Helper()
 	short := *r
-	short.Values = install.MergeValues(r.Values, shortRotationValues)
+	short.Values = chart.MergeValues(r.Values, shortRotationValues)
 	expect.NoError(t, c.Installer().Upgrade(ctx, &short), "helm upgrade of %s with short certificate validities %v", r, shortRotationValues)
 	expect.NoError(t, c.Installer().WaitReady(ctx, &short, rolloutTimeout), "waiting for %s with short certificate validities", r)
 	err := c.Kube().CoreV1().Secrets(r.Namespace).Delete(ctx, r.SecretName(), metav1.DeleteOptions{})
 	expect.NoError(t, err, "deleting Secret %s/%s so the operator generates a short-lived certificate", r.Namespace, r.SecretName())
-	var s install.SecretCertificates
+	var s pki.SecretCertificates
 	what := fmt.Sprintf("Secret %s/%s to hold a certificate valid for less than a minute (webhook.certificateValidity.server %s)", r.Namespace, r.SecretName(), shortValidity)
 	expect.Eventually(ctx, t, what, convergeTimeout, func(ctx context.Context) (bool, string, error) {
-		got, err := install.ReadSecretCertificates(ctx, c.Kube(), r)
+		got, err := release.ReadSecretCertificates(ctx, c.Kube(), r)
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		s = got
-		return time.Until(got.Leaf.NotAfter) < time.Minute, install.Describe(got.Leaf).String(), nil
+		return time.Until(got.Leaf.NotAfter) < time.Minute, pki.Describe(got.Leaf).String(), nil
 	})
 	t.Logf("the operator generated %s; a rotation begins every %s–%s (each stored caPropagation later) from now on", s, shortRotationPeriod, shortRotationPeriod+shortCheckInterval)
 }
@@ -159,20 +161,20 @@ func startShortRotations(ctx context.Context, t *testing.T, c *suite.Cluster, r 
 // restoreLongValidity upgrades the release back to its own values and waits until the Secret
 // holds a long-lived certificate again (the restored operator replaces the short-lived one,
 // which is within its look-ahead) and admission works, for the scenarios after P3.
-func restoreLongValidity(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release) {
+func restoreLongValidity(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) {
 	t.Helper()
 	restored := *r
 	expect.NoError(t, c.Installer().Upgrade(ctx, &restored), "restoring %s with helm upgrade", r)
 	expect.NoError(t, c.Installer().WaitReady(ctx, &restored, rolloutTimeout), "waiting for the restored %s", r)
-	var s install.SecretCertificates
+	var s pki.SecretCertificates
 	what := fmt.Sprintf("Secret %s/%s to hold a long-lived certificate again after restoring %s", r.Namespace, r.SecretName(), r)
 	expect.Eventually(ctx, t, what, convergeTimeout, func(ctx context.Context) (bool, string, error) {
-		got, err := install.ReadSecretCertificates(ctx, c.Kube(), r)
+		got, err := release.ReadSecretCertificates(ctx, c.Kube(), r)
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		s = got
-		return time.Until(got.Leaf.NotAfter) > time.Hour, install.Describe(got.Leaf).String(), nil
+		return time.Until(got.Leaf.NotAfter) > time.Hour, pki.Describe(got.Leaf).String(), nil
 	})
 	expectServedWithin(ctx, t, c, r, s.Leaf, convergeTimeout)
 	expectAdmission(ctx, t, c, r, "after restoring "+r.String())
@@ -181,7 +183,7 @@ func restoreLongValidity(ctx context.Context, t *testing.T, c *suite.Cluster, r 
 // followAutomaticRotations waits for the operator's next rotations and checks each: CA and
 // serving certificate both new, and served through the webhook Service before the next
 // rotation is due.
-func followAutomaticRotations(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release) []rotation {
+func followAutomaticRotations(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) []rotation {
 	t.Helper()
 	propagation, err := r.CAPropagation()
 	expect.NoError(t, err, "reading the release's CA propagation")
@@ -193,7 +195,7 @@ func followAutomaticRotations(ctx context.Context, t *testing.T, c *suite.Cluste
 				i+1, rotations, shortValidity, shortLookAhead, shortCheckInterval, propagation, shortRotationPeriod, shortRotationPeriod+shortCheckInterval))
 		next.caChanged = !next.certs.CA.Equal(prev.CA)
 		if !next.caChanged {
-			expect.Errorf(t, "rotation %d/%d: expected a new CA with the new serving certificate (automatic mode rotates both), saw the CA %s kept", i+1, rotations, install.Describe(prev.CA))
+			expect.Errorf(t, "rotation %d/%d: expected a new CA with the new serving certificate (automatic mode rotates both), saw the CA %s kept", i+1, rotations, pki.Describe(prev.CA))
 		}
 		next.servedWait = waitServedBeforeNext(ctx, t, c, r, next.certs.Leaf, shortRotationPeriod, i)
 		out = append(out, next)
@@ -205,7 +207,7 @@ func followAutomaticRotations(ctx context.Context, t *testing.T, c *suite.Cluste
 // renewRepeatedly triggers a cert-manager renewal, waits until the Secret holds the renewed
 // certificate and the Service serves it, and does that rotations times. The chart's own chain
 // renews only the serving certificate: the CA must stay.
-func renewRepeatedly(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release) []rotation {
+func renewRepeatedly(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) []rotation {
 	t.Helper()
 	prev := mustReadSecret(ctx, t, c, r)
 	revision := waitIssued(ctx, t, c, r, 0)
@@ -216,7 +218,7 @@ func renewRepeatedly(ctx context.Context, t *testing.T, c *suite.Cluster, r *ins
 		next.caChanged = !next.certs.CA.Equal(prev.CA)
 		if next.caChanged {
 			expect.Errorf(t, "renewal %d/%d: expected the same CA (the chart's chain renews only the serving certificate), saw CA %s instead of %s",
-				i+1, rotations, install.Describe(next.certs.CA), install.Describe(prev.CA))
+				i+1, rotations, pki.Describe(next.certs.CA), pki.Describe(prev.CA))
 		}
 		start := time.Now()
 		expectServedWithin(ctx, t, c, r, next.certs.Leaf, issuanceTimeout)
@@ -229,12 +231,12 @@ func renewRepeatedly(ctx context.Context, t *testing.T, c *suite.Cluster, r *ins
 }
 
 // waitSecretChanged waits until the Secret holds a serving certificate other than prev's.
-func waitSecretChanged(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, prev install.SecretCertificates, timeout time.Duration, which string) rotation {
+func waitSecretChanged(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, prev pki.SecretCertificates, timeout time.Duration, which string) rotation {
 	t.Helper()
-	var next install.SecretCertificates
+	var next pki.SecretCertificates
 	what := fmt.Sprintf("Secret %s/%s to hold a new serving certificate for %s (current: %s)", r.Namespace, r.SecretName(), which, prev)
 	expect.Eventually(ctx, t, what, timeout, func(ctx context.Context) (bool, string, error) {
-		s, err := install.ReadSecretCertificates(ctx, c.Kube(), r)
+		s, err := release.ReadSecretCertificates(ctx, c.Kube(), r)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -246,17 +248,17 @@ func waitSecretChanged(ctx context.Context, t *testing.T, c *suite.Cluster, r *i
 
 // waitServedBeforeNext waits until the webhook Service serves leaf, at most until the next
 // rotation is due (period), and returns how long that took.
-func waitServedBeforeNext(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, leaf *x509.Certificate, period time.Duration, i int) time.Duration {
+func waitServedBeforeNext(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, leaf *x509.Certificate, period time.Duration, i int) time.Duration {
 	t.Helper()
 	start := time.Now()
 	what := fmt.Sprintf("Service %s/%s to serve the certificate of rotation %d/%d (serial %s) before the next rotation is due (%s)",
-		r.Namespace, r.ServiceName(), i+1, rotations, install.SerialHex(leaf), period)
+		r.Namespace, r.ServiceName(), i+1, rotations, pki.SerialHex(leaf), period)
 	expect.Eventually(ctx, t, what, period, func(ctx context.Context) (bool, string, error) {
 		got, err := servedLeaf(ctx, c, r)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return got.Equal(leaf), "served " + install.Describe(got).String(), nil
+		return got.Equal(leaf), "served " + pki.Describe(got).String(), nil
 	})
 	return time.Since(start)
 }

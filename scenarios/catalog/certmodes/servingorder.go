@@ -22,9 +22,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -51,13 +52,13 @@ const (
 func servingOrder() types.Feature {
 	return features.New("from its first moment, an operator pod reports ready only once it serves a trusted certificate").
 		WithLabel(suite.LabelScenario, "C11").
-		WithLabel(suite.LabelCertMode, string(install.Automatic)).
+		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		Assess("a rollout's new pod, probed directly from its first address until after it is ready", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			trust := trustedByAPIServer(ctx, t, c, r)
-			before, err := install.OperatorPods(ctx, c.Kube(), r)
+			before, err := release.OperatorPods(ctx, c.Kube(), r)
 			expect.NoError(t, err, "listing the operator's pods")
-			expect.NoError(t, install.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()), "rollout restart")
+			expect.NoError(t, release.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()), "rollout restart")
 			pod := newPodWithAddress(ctx, t, c, r, before)
 
 			obs := observeStartup(ctx, t, c, r, pod, trust)
@@ -74,8 +75,8 @@ func servingOrder() types.Feature {
 				expect.Errorf(t, "expected pod %s/%s to report ready (GET /readyz 200) within %s; it never did in %d probes", pod.Namespace, pod.Name, rolloutTimeout, obs.probes)
 			}
 			expectLogOrder(ctx, t, c, pod, msgWaitingForCertificate, msgCertificateLoaded, msgWebhookServerStarting)
-			expect.NoError(t, install.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout), "waiting for the rollout")
-			expect.NoError(t, install.WaitOldPodsGone(ctx, c.Kube(), r, rolloutTimeout), "waiting for the replaced pods to be gone")
+			expect.NoError(t, release.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout), "waiting for the rollout")
+			expect.NoError(t, release.WaitOldPodsGone(ctx, c.Kube(), r, rolloutTimeout), "waiting for the replaced pods to be gone")
 			return ctx
 		}).
 		Feature()
@@ -83,7 +84,7 @@ func servingOrder() types.Feature {
 
 // trustedByAPIServer is the caBundle of the release's validating webhook: what the API server
 // verifies the webhook's certificate against.
-func trustedByAPIServer(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release) *x509.CertPool {
+func trustedByAPIServer(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) *x509.CertPool {
 	t.Helper()
 	vwc, err := c.Kube().AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, r.ValidatingName(), metav1.GetOptions{})
 	expect.NoError(t, err, "reading ValidatingWebhookConfiguration %s", r.ValidatingName())
@@ -95,12 +96,12 @@ func trustedByAPIServer(ctx context.Context, t *testing.T, c *suite.Cluster, r *
 }
 
 // newPodWithAddress waits, polling fast, for a pod of r that is not one of before and has an IP.
-func newPodWithAddress(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, before []corev1.Pod) corev1.Pod {
+func newPodWithAddress(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, before []corev1.Pod) corev1.Pod {
 	t.Helper()
 	var pod corev1.Pod
 	err := poll.UntilEvery(ctx, "a new operator pod with an address after the rollout restart", observeEvery, rolloutTimeout,
 		func(ctx context.Context) (bool, string, error) {
-			pods, err := install.OperatorPods(ctx, c.Kube(), r)
+			pods, err := release.OperatorPods(ctx, c.Kube(), r)
 			if err != nil {
 				return false, err.Error(), nil
 			}
@@ -110,7 +111,7 @@ func newPodWithAddress(ctx context.Context, t *testing.T, c *suite.Cluster, r *i
 					pod = p
 					return true, "", nil
 				}
-				seen = append(seen, install.PodState(&p))
+				seen = append(seen, release.PodState(&p))
 			}
 			return false, strings.Join(seen, "; "), nil
 		})
@@ -129,10 +130,10 @@ type startup struct {
 // asks /readyz first, then completes a TLS handshake on the webhook port as the API server
 // would. A ready answer followed by a port that does not serve a trusted certificate is a
 // violation (serving, once started, never stops during a startup).
-func observeStartup(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, pod corev1.Pod, trust *x509.CertPool) startup {
+func observeStartup(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, pod corev1.Pod, trust *x509.CertPool) startup {
 	t.Helper()
-	webhookPort, ok := install.ContainerPort(&pod, "webhook-server")
-	healthPort, ok2 := install.ContainerPort(&pod, "health")
+	webhookPort, ok := release.ContainerPort(&pod, "webhook-server")
+	healthPort, ok2 := release.ContainerPort(&pod, "health")
 	if !ok || !ok2 {
 		expect.Fatalf(t, "expected pod %s/%s to have container ports webhook-server and health", pod.Namespace, pod.Name)
 	}

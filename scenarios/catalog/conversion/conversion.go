@@ -26,8 +26,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -38,8 +40,8 @@ func Features() []e2etypes.Feature {
 
 // The two served versions of DynamoGraphDeploymentRequest; v1beta1 is stored.
 var (
-	v1alpha1Requests = schema.GroupVersionResource{Group: install.DynamoGroup, Version: "v1alpha1", Resource: "dynamographdeploymentrequests"}
-	v1beta1Requests  = install.GraphDeploymentRequests
+	v1alpha1Requests = schema.GroupVersionResource{Group: dynamo.DynamoGroup, Version: "v1alpha1", Resource: "dynamographdeploymentrequests"}
+	v1beta1Requests  = dynamo.GraphDeploymentRequests
 )
 
 // conversionAnnotation is where ConvertFrom keeps v1beta1 data v1alpha1 cannot express; a
@@ -110,12 +112,12 @@ func roundTrip() e2etypes.Feature {
 		Setup(suite.NamespaceSetup(&ns, "a8")).
 		Assess("the CRD converts through the release's Service, with a caBundle that verifies the served certificate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
-			crd, err := c.CRDs().ApiextensionsV1().CustomResourceDefinitions().Get(ctx, install.ConversionCRD, metav1.GetOptions{})
-			expect.NoError(t, err, "getting CustomResourceDefinition %s", install.ConversionCRD)
+			crd, err := c.CRDs().ApiextensionsV1().CustomResourceDefinitions().Get(ctx, chart.ConversionCRD, metav1.GetOptions{})
+			expect.NoError(t, err, "getting CustomResourceDefinition %s", chart.ConversionCRD)
 			expectVersions(t, crd)
 			expectConversionService(t, crd, r)
 			what := fmt.Sprintf("the conversion caBundle of CustomResourceDefinition %s to verify the certificate Service %s/%s serves for %s",
-				install.ConversionCRD, r.Namespace, r.ServiceName(), r.ServiceHost())
+				chart.ConversionCRD, r.Namespace, r.ServiceName(), r.ServiceHost())
 			expect.Eventually(ctx, t, what, convergeTimeout, func(ctx context.Context) (bool, string, error) {
 				return caBundleVerifiesServed(ctx, c, r)
 			})
@@ -210,7 +212,7 @@ func roundTrip() e2etypes.Feature {
 			_, err = dyn.Resource(v1alpha1Requests).Namespace(ns).Create(ctx, request(v1alpha1Requests, ns, denied, map[string]any{
 				"model": "meta-llama/Llama-3-8B", "backend": "auto", "profilingConfig": map[string]any{"useAIConfigurator": false},
 			}), metav1.CreateOptions{})
-			want := install.DeniedBy(install.GraphDeploymentRequestValidatingWebhook) + ": DynamoGraphDeploymentRequest " + ns + "/" + denied +
+			want := dynamo.DeniedBy(dynamo.GraphDeploymentRequestValidatingWebhook) + ": DynamoGraphDeploymentRequest " + ns + "/" + denied +
 				` is invalid: spec.backend: Invalid value: "auto": a thorough search measures one backend on real hardware: name sglang, trtllm or vllm, or use searchStrategy rapid`
 			switch {
 			case err == nil:
@@ -263,7 +265,7 @@ func expectVersions(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition)
 }
 
 // expectConversionService checks that conversions go to the release's webhook Service at /convert.
-func expectConversionService(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, r *install.Release) {
+func expectConversionService(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, r *chart.Release) {
 	t.Helper()
 	conv := crd.Spec.Conversion
 	if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil || conv.Webhook.ClientConfig.Service == nil {
@@ -285,8 +287,8 @@ func describeConversion(conv *apiextensionsv1.CustomResourceConversion) string {
 
 // caBundleVerifiesServed reports whether the CRD's conversion caBundle is set and verifies the
 // chain the release's Service serves for its host name, and otherwise what it saw.
-func caBundleVerifiesServed(ctx context.Context, c *suite.Cluster, r *install.Release) (bool, string, error) {
-	crd, err := c.CRDs().ApiextensionsV1().CustomResourceDefinitions().Get(ctx, install.ConversionCRD, metav1.GetOptions{})
+func caBundleVerifiesServed(ctx context.Context, c *suite.Cluster, r *chart.Release) (bool, string, error) {
+	crd, err := c.CRDs().ApiextensionsV1().CustomResourceDefinitions().Get(ctx, chart.ConversionCRD, metav1.GetOptions{})
 	if err != nil {
 		return false, err.Error(), nil
 	}
@@ -303,7 +305,7 @@ func caBundleVerifiesServed(ctx context.Context, c *suite.Cluster, r *install.Re
 	}
 	chain, err := c.ServedCertificates(ctx, r.Namespace, r.ServiceName(), 443)
 	if err != nil {
-		return false, "caBundle " + install.DescribePEM(bundle) + "; " + err.Error(), nil
+		return false, "caBundle " + pki.DescribePEM(bundle) + "; " + err.Error(), nil
 	}
 	roots, intermediates := x509.NewCertPool(), x509.NewCertPool()
 	for _, ca := range cas {
@@ -314,7 +316,7 @@ func caBundleVerifiesServed(ctx context.Context, c *suite.Cluster, r *install.Re
 	}
 	_, err = chain[0].Verify(x509.VerifyOptions{DNSName: r.ServiceHost(), Roots: roots, Intermediates: intermediates, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 	if err != nil {
-		return false, fmt.Sprintf("caBundle %s does not verify the served %s: %v", install.DescribePEM(bundle), install.Describe(chain[0]), err), nil
+		return false, fmt.Sprintf("caBundle %s does not verify the served %s: %v", pki.DescribePEM(bundle), pki.Describe(chain[0]), err), nil
 	}
 	return true, "", nil
 }

@@ -32,8 +32,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -84,7 +85,7 @@ const (
 // paths the server serves and the ways to reach them.
 type env struct {
 	c   *suite.Cluster
-	r   *install.Release
+	r   *chart.Release
 	pod corev1.Pod
 	// webhookPaths are the admission paths of the release's webhook configurations, then the
 	// conversion path of the CRD's conversion webhook.
@@ -153,16 +154,16 @@ func discover(ctx context.Context, t *testing.T) *env {
 	if len(admissionPaths) == 0 {
 		expect.Fatalf(t, "expected the webhook configurations %s and %s to name the operator's admission paths; saw none", r.ValidatingName(), r.MutatingName())
 	}
-	crd, err := c.CRDs().ApiextensionsV1().CustomResourceDefinitions().Get(ctx, install.ConversionCRD, metav1.GetOptions{})
-	expect.NoError(t, err, "reading CustomResourceDefinition %s", install.ConversionCRD)
+	crd, err := c.CRDs().ApiextensionsV1().CustomResourceDefinitions().Get(ctx, chart.ConversionCRD, metav1.GetOptions{})
+	expect.NoError(t, err, "reading CustomResourceDefinition %s", chart.ConversionCRD)
 	conv := crd.Spec.Conversion
 	if conv == nil || conv.Webhook == nil || conv.Webhook.ClientConfig == nil || conv.Webhook.ClientConfig.Service == nil || conv.Webhook.ClientConfig.Service.Path == nil {
-		expect.Fatalf(t, "expected CustomResourceDefinition %s to name a conversion webhook path; saw %+v", install.ConversionCRD, conv)
+		expect.Fatalf(t, "expected CustomResourceDefinition %s to name a conversion webhook path; saw %+v", chart.ConversionCRD, conv)
 	}
 	for _, p := range admissionPaths {
 		e.webhookPaths = append(e.webhookPaths, *byPath[p])
 	}
-	e.webhookPaths = append(e.webhookPaths, webhookPath{path: *conv.Webhook.ClientConfig.Service.Path, callers: []string{"conversion webhook of " + install.ConversionCRD}})
+	e.webhookPaths = append(e.webhookPaths, webhookPath{path: *conv.Webhook.ClientConfig.Service.Path, callers: []string{"conversion webhook of " + chart.ConversionCRD}})
 
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(caBundle) {
@@ -196,14 +197,14 @@ func discover(ctx context.Context, t *testing.T) *env {
 // replica; with more, the first Ready one — the Service may route to any of them).
 func readyOperatorPod(ctx context.Context, t *testing.T, e *env) corev1.Pod {
 	t.Helper()
-	pods, err := install.OperatorPods(ctx, e.c.Kube(), e.r)
+	pods, err := release.OperatorPods(ctx, e.c.Kube(), e.r)
 	expect.NoError(t, err, "listing the operator's pods")
 	var seen []string
 	for _, p := range pods {
-		if p.DeletionTimestamp == nil && install.PodReady(&p) {
+		if p.DeletionTimestamp == nil && release.PodReady(&p) {
 			return p
 		}
-		seen = append(seen, install.PodState(&p))
+		seen = append(seen, release.PodState(&p))
 	}
 	expect.Fatalf(t, "expected a Ready operator pod of %s; saw %s", e.r, strings.Join(seen, "; "))
 	return corev1.Pod{}
@@ -211,7 +212,7 @@ func readyOperatorPod(ctx context.Context, t *testing.T, e *env) corev1.Pod {
 
 func containerPort(t *testing.T, p *corev1.Pod, name string) int32 {
 	t.Helper()
-	port, ok := install.ContainerPort(p, name)
+	port, ok := release.ContainerPort(p, name)
 	if !ok {
 		expect.Fatalf(t, "expected pod %s/%s to have a container port named %q", p.Namespace, p.Name, name)
 	}

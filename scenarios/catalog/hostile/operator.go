@@ -16,8 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/metrics"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -109,11 +111,11 @@ func (w *watch) operatorHeld(ctx context.Context, t *testing.T) {
 		for name, n := range w.before {
 			if now[name] != n {
 				expect.Errorf(t, "expected container %s of operator pod %s/%s not to restart during the input; restartCount was %d, is %d (%s)",
-					name, pod.Namespace, pod.Name, n, now[name], install.PodState(pod))
+					name, pod.Namespace, pod.Name, n, now[name], release.PodState(pod))
 			}
 		}
-		if !install.PodReady(pod) {
-			expect.Errorf(t, "expected operator pod %s/%s to be Ready after the input; saw %s", pod.Namespace, pod.Name, install.PodState(pod))
+		if !release.PodReady(pod) {
+			expect.Errorf(t, "expected operator pod %s/%s to be Ready after the input; saw %s", pod.Namespace, pod.Name, release.PodState(pod))
 		}
 	}
 	admissionWorks(ctx, t, w)
@@ -127,26 +129,26 @@ func admissionWorks(ctx context.Context, t *testing.T, w *watch) {
 	t.Helper()
 	ns := suite.Namespace(ctx, t, strings.ToLower(w.id))
 	dyn := w.c.Dynamic()
-	got, err := dyn.Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.GraphDeployment(ns, "valid"), metav1.CreateOptions{})
+	got, err := dyn.Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx, dynamo.GraphDeployment(ns, "valid"), metav1.CreateOptions{})
 	if err != nil {
 		expect.Errorf(t, "expected a valid DynamoGraphDeployment %s/valid to be admitted after the input; saw %v", ns, err)
-	} else if _, ok := got.GetAnnotations()[install.OriginVersionAnnotation]; !ok {
+	} else if _, ok := got.GetAnnotations()[dynamo.OriginVersionAnnotation]; !ok {
 		expect.Errorf(t, "expected DynamoGraphDeployment %s/valid to be stamped with %s by the mutating webhook after the input; saw annotations %v",
-			ns, install.OriginVersionAnnotation, got.GetAnnotations())
+			ns, dynamo.OriginVersionAnnotation, got.GetAnnotations())
 	}
-	denied := install.DeniedBy(install.GraphDeploymentValidatingWebhook)
-	_, err = dyn.Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.InvalidGraphDeployment(ns, "invalid"), metav1.CreateOptions{})
+	denied := dynamo.DeniedBy(dynamo.GraphDeploymentValidatingWebhook)
+	_, err = dyn.Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx, dynamo.InvalidGraphDeployment(ns, "invalid"), metav1.CreateOptions{})
 	switch {
 	case err == nil:
 		expect.Errorf(t, "expected DynamoGraphDeployment %s/invalid (no services) to be denied with %q after the input; it was admitted", ns, denied)
 	case !strings.Contains(err.Error(), denied) || !strings.Contains(err.Error(), "at least one service is required"):
 		expect.Errorf(t, "expected DynamoGraphDeployment %s/invalid (no services) to be denied with %q …at least one service is required; saw %v", ns, denied, err)
 	}
-	if _, err := dyn.Resource(install.GraphDeploymentRequests).Namespace(ns).Create(ctx, install.GraphDeploymentRequest(ns, "convert"), metav1.CreateOptions{}); err != nil {
+	if _, err := dyn.Resource(dynamo.GraphDeploymentRequests).Namespace(ns).Create(ctx, dynamo.GraphDeploymentRequest(ns, "convert"), metav1.CreateOptions{}); err != nil {
 		expect.Errorf(t, "expected a valid DynamoGraphDeploymentRequest %s/convert to be admitted after the input; saw %v", ns, err)
 		return
 	}
-	alpha := schema.GroupVersionResource{Group: install.DynamoGroup, Version: "v1alpha1", Resource: "dynamographdeploymentrequests"}
+	alpha := schema.GroupVersionResource{Group: dynamo.DynamoGroup, Version: "v1alpha1", Resource: "dynamographdeploymentrequests"}
 	read, err := dyn.Resource(alpha).Namespace(ns).Get(ctx, "convert", metav1.GetOptions{})
 	if err != nil {
 		expect.Errorf(t, "expected DynamoGraphDeploymentRequest %s/convert (stored as v1beta1) to read as v1alpha1 through the conversion webhook after the input; saw %v", ns, err)
@@ -158,10 +160,10 @@ func admissionWorks(ctx context.Context, t *testing.T, w *watch) {
 func mib(b float64) int64 { return int64(b) >> 20 }
 
 // rssSampler reads the operator's process_resident_memory_bytes as a user's Prometheus does —
-// HTTPS with a ServiceAccount token allowed to get /metrics (install.MetricsReader) — on a
+// HTTPS with a ServiceAccount token allowed to get /metrics (metrics.MetricsReader) — on a
 // connection the provider opens to the pod, every rssInterval while the input is sent.
 type rssSampler struct {
-	scrape func(ctx context.Context) (install.Samples, error)
+	scrape func(ctx context.Context) (metrics.Samples, error)
 
 	mu      sync.Mutex
 	peak    float64
@@ -179,12 +181,12 @@ const (
 
 func newRSSSampler(e *env) (*rssSampler, error) {
 	pod := e.pod
-	port, err := install.MetricsPort(&pod)
+	port, err := metrics.MetricsPort(&pod)
 	if err != nil {
 		return nil, err
 	}
-	reader := install.NewMetricsReader(e.c.Kube(), e.r)
-	return &rssSampler{scrape: func(ctx context.Context) (install.Samples, error) {
+	reader := metrics.NewMetricsReader(e.c.Kube(), e.r)
+	return &rssSampler{scrape: func(ctx context.Context) (metrics.Samples, error) {
 		return reader.ScrapePod(ctx, &pod, port, func(ctx context.Context) (net.Conn, error) { return e.c.DialPod(ctx, &pod, port) })
 	}}, nil
 }

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -49,7 +49,7 @@ func requestAcrossStop() types.Feature {
 			return ctx
 		}).
 		Assess("a new pod took over: admission and conversion work afterwards", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			err := install.WaitDeploymentAvailable(ctx, e.c.Kube(), e.r.WebhookNamespace(), e.r.DeploymentName(), 3*time.Minute)
+			err := release.WaitDeploymentAvailable(ctx, e.c.Kube(), e.r.WebhookNamespace(), e.r.DeploymentName(), 3*time.Minute)
 			expect.NoError(t, err, "waiting for Deployment %s/%s to replace the stopped pod", e.r.WebhookNamespace(), e.r.DeploymentName())
 			admissionWorks(ctx, t, &watch{env: e, id: "H8"})
 			return ctx

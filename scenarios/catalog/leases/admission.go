@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -29,7 +29,7 @@ type verdict struct {
 
 // expectVerdicts waits until each operator's log shows exactly the expected `msg` lines for
 // object ns/name, and each webhook counter moved by exactly the expected amount since before.
-func expectVerdicts(ctx context.Context, t *testing.T, c *suite.Cluster, msg, webhook, ns, name string, before map[string]metrics, want ...verdict) {
+func expectVerdicts(ctx context.Context, t *testing.T, c *suite.Cluster, msg, webhook, ns, name string, before map[string]operatorMetrics, want ...verdict) {
 	t.Helper()
 	for _, w := range want {
 		what := fmt.Sprintf("%s to log %q for %s/%s", w.op, msg, ns, name)
@@ -86,9 +86,9 @@ func expectVerdicts(ctx context.Context, t *testing.T, c *suite.Cluster, msg, we
 }
 
 // scrapeBoth reads both operators' counters before a request.
-func (s *scenarios) scrapeBoth(ctx context.Context, t *testing.T, c *suite.Cluster) map[string]metrics {
+func (s *scenarios) scrapeBoth(ctx context.Context, t *testing.T, c *suite.Cluster) map[string]operatorMetrics {
 	t.Helper()
-	out := map[string]metrics{}
+	out := map[string]operatorMetrics{}
 	for _, op := range []operator{s.opA(), s.opB()} {
 		m, err := op.scrape(ctx, c)
 		expect.NoError(t, err, "scraping %s", op)
@@ -101,9 +101,9 @@ func (s *scenarios) scrapeBoth(ctx context.Context, t *testing.T, c *suite.Clust
 func (s *scenarios) whoValidates() types.Feature {
 	deny := func(ctx context.Context, t *testing.T, c *suite.Cluster, ns, name string) {
 		t.Helper()
-		_, err := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.InvalidGraphDeployment(ns, name),
+		_, err := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx, dynamo.InvalidGraphDeployment(ns, name),
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		want := install.DeniedBy(install.GraphDeploymentValidatingWebhook)
+		want := dynamo.DeniedBy(dynamo.GraphDeploymentValidatingWebhook)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "spec.services") {
 			expect.Fatalf(t, "expected the invalid DynamoGraphDeployment %s/%s denied with %q naming spec.services; got %v", ns, name, want, err)
 		}
@@ -158,9 +158,9 @@ func (s *scenarios) mutationSkipped() types.Feature {
 			before := s.scrapeBoth(ctx, t, c)
 			// A dry run: a stored object would be updated by B's controller, and the update
 			// would call the mutating webhooks again.
-			got := create(ctx, t, c, install.GraphDeployments, install.GraphDeployment(ns, name))
-			expect.Equal(t, "annotation "+install.OriginVersionAnnotation+" of DynamoGraphDeployment "+ns+"/"+name,
-				c.OperatorVersion(), got.GetAnnotations()[install.OriginVersionAnnotation])
+			got := create(ctx, t, c, dynamo.GraphDeployments, dynamo.GraphDeployment(ns, name))
+			expect.Equal(t, "annotation "+dynamo.OriginVersionAnnotation+" of DynamoGraphDeployment "+ns+"/"+name,
+				c.OperatorVersion(), got.GetAnnotations()[dynamo.OriginVersionAnnotation])
 			expectVerdicts(ctx, t, c, msgDefault, webhookMutateDGD, ns, name, before,
 				verdict{s.opB(), resultAllowed}, verdict{s.opA(), resultSkipped})
 			return ctx
@@ -179,7 +179,7 @@ func (s *scenarios) mutationSkipped() types.Feature {
 			} {
 				name := "m7-defaulted-" + rand.String(5)
 				before := s.scrapeBoth(ctx, t, c)
-				got := create(ctx, t, c, install.GraphDeploymentRequests, install.GraphDeploymentRequest(tc.ns, name))
+				got := create(ctx, t, c, dynamo.GraphDeploymentRequests, dynamo.GraphDeploymentRequest(tc.ns, name))
 				expect.Equal(t, fmt.Sprintf("spec.image of DynamoGraphDeploymentRequest %s/%s (the default image of %s)", tc.ns, name, tc.mutatedBy),
 					tc.image, image(got))
 				expectVerdicts(ctx, t, c, msgDefault, webhookMutateDGDR, tc.ns, name, before, tc.verdicts...)

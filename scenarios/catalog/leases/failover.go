@@ -15,8 +15,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -37,7 +39,7 @@ const (
 // failover is one measured takeover of team-a by A after B went away.
 type failover struct {
 	how     stopKind
-	timings install.LeaseTimings
+	timings chart.LeaseTimings
 	// stoppedAt is when the stop was asked for (stopped.asked).
 	stoppedAt time.Time
 	// stopEffective is by when the stop had surely taken effect (stopped.effective).
@@ -187,7 +189,7 @@ func since(probes []probe, t time.Time) []probe {
 
 // activeUntil is when the Lease stops excluding its namespace: renewTime + leaseDuration +
 // gracePeriod, as documented.
-func activeUntil(l *coordinationv1.Lease, timings install.LeaseTimings) time.Time {
+func activeUntil(l *coordinationv1.Lease, timings chart.LeaseTimings) time.Time {
 	d := timings.Duration
 	if l.Spec.LeaseDurationSeconds != nil {
 		d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
@@ -208,7 +210,7 @@ func checkCommon(t *testing.T, f failover, ns string) {
 			break
 		}
 	}
-	if want := install.DeniedBy(install.GraphDeploymentValidatingWebhook); !strings.Contains(f.first.err, want) {
+	if want := dynamo.DeniedBy(dynamo.GraphDeploymentValidatingWebhook); !strings.Contains(f.first.err, want) {
 		expect.Errorf(t, "expected the API server to answer probe %s, the first one A denied, with %q; it said %q", f.first.name, want, f.first.err)
 	}
 	var validatedEarly []string
@@ -240,7 +242,7 @@ func checkKilled(t *testing.T, f failover, ns string) {
 	l := f.leaseAfter
 	if l == nil || holderOf(l) != f.pod || l.Spec.RenewTime == nil || l.Spec.RenewTime.After(f.stopEffective) {
 		expect.Errorf(t, "expected the killed pod %s to leave Lease %s/%s behind, unrenewed since it was killed (asked at %s, in effect by %s); saw %s",
-			f.pod, ns, install.NamespaceLockLease, f.stoppedAt.Format(time.RFC3339Nano), f.stopEffective.Format(time.RFC3339Nano), describeLease(l))
+			f.pod, ns, release.NamespaceLockLease, f.stoppedAt.Format(time.RFC3339Nano), f.stopEffective.Format(time.RFC3339Nano), describeLease(l))
 		return
 	}
 	until := activeUntil(l, f.timings)
@@ -270,7 +272,7 @@ func checkFrozen(t *testing.T, f failover, ns string) {
 	l := f.leaseAfter
 	if l == nil || holderOf(l) != f.pod || l.Spec.RenewTime == nil || l.Spec.RenewTime.After(f.stopEffective) {
 		expect.Errorf(t, "expected the frozen pod %s to keep Lease %s/%s, unrenewed since it was frozen (asked at %s, in effect by %s); saw %s",
-			f.pod, ns, install.NamespaceLockLease, f.stoppedAt.Format(time.RFC3339Nano), f.stopEffective.Format(time.RFC3339Nano), describeLease(l))
+			f.pod, ns, release.NamespaceLockLease, f.stoppedAt.Format(time.RFC3339Nano), f.stopEffective.Format(time.RFC3339Nano), describeLease(l))
 		return
 	}
 	if f.takeover == 0 {
@@ -295,7 +297,7 @@ func checkGraceful(t *testing.T, f failover, ns string) {
 	t.Helper()
 	if f.leaseAfter != nil && holderOf(f.leaseAfter) == f.pod {
 		expect.Errorf(t, "expected B's graceful stop to delete Lease %s/%s; after pod %s was gone it still exists: %s",
-			ns, install.NamespaceLockLease, f.pod, describeLease(f.leaseAfter))
+			ns, release.NamespaceLockLease, f.pod, describeLease(f.leaseAfter))
 	}
 	if f.reincluded["deleted"] < 1 {
 		expect.Errorf(t, "expected operator A to log %q about %s after B stopped; its new re-inclusion lines: %v",
@@ -304,7 +306,7 @@ func checkGraceful(t *testing.T, f failover, ns string) {
 	l := f.leaseReleased
 	if l == nil {
 		expect.Errorf(t, "expected B's graceful stop to delete Lease %s/%s; no deletion was seen (before the stop: %s)",
-			ns, install.NamespaceLockLease, describeLease(f.leaseBefore))
+			ns, release.NamespaceLockLease, describeLease(f.leaseBefore))
 		return
 	}
 	if l.Spec.RenewTime != nil {
@@ -355,7 +357,7 @@ func (s *scenarios) failoverFeature(id, name string, how stopKind, check func(*t
 			t.Cleanup(func() { s.restoreB(ctx, t) })
 			short, err := s.topo.LeaseTimings()
 			expect.NoError(t, err, "reading the lease timings of the topology")
-			defaults := install.DefaultLeaseTimings()
+			defaults := chart.DefaultLeaseTimings()
 			s.setTimings(ctx, t, c, defaults)
 			t.Cleanup(func() { s.setTimings(ctx, t, c, short) })
 			f := measure(ctx, t, c, "defaults")
@@ -366,7 +368,7 @@ func (s *scenarios) failoverFeature(id, name string, how stopKind, check func(*t
 		Feature()
 }
 
-func (s *scenarios) setTimings(ctx context.Context, t *testing.T, c *suite.Cluster, l install.LeaseTimings) {
+func (s *scenarios) setTimings(ctx context.Context, t *testing.T, c *suite.Cluster, l chart.LeaseTimings) {
 	t.Helper()
 	start := time.Now()
 	if err := s.topo.UpgradeLeaseTimings(ctx, c.Installer(), l, recoverTimeout); err != nil {
@@ -376,7 +378,7 @@ func (s *scenarios) setTimings(ctx context.Context, t *testing.T, c *suite.Clust
 }
 
 // noteFailovers puts the measured failover times and their bound into summary.json.
-func noteFailovers(ctx context.Context, t *testing.T, which string, l install.LeaseTimings, secs []float64) {
+func noteFailovers(ctx context.Context, t *testing.T, which string, l chart.LeaseTimings, secs []float64) {
 	t.Helper()
 	if len(secs) == 0 {
 		return

@@ -20,8 +20,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -92,7 +94,7 @@ func (s *scenarios) fatalExits() e2etypes.Feature {
 			}
 		},
 	}
-	timings := func(t *testing.T) install.LeaseTimings {
+	timings := func(t *testing.T) chart.LeaseTimings {
 		l, err := s.topo.LeaseTimings()
 		expect.NoError(t, err, "reading the lease timings of the topology")
 		return l
@@ -145,7 +147,7 @@ func (s *scenarios) fatalExit(ctx context.Context, t *testing.T, path fatalPath)
 	run := followRun(ctx, c, &pod)
 	before := readLease(ctx, t, c, ns)
 	if holderOf(before) != pod.Name {
-		expect.Fatalf(t, "expected %s pod %s to hold Lease %s/%s before the break; saw %s", b, pod.Name, ns, install.NamespaceLockLease, describeLease(before))
+		expect.Fatalf(t, "expected %s pod %s to hold Lease %s/%s before the break; saw %s", b, pod.Name, ns, release.NamespaceLockLease, describeLease(before))
 	}
 	lw := watchDeletion(ctx, t, c, before)
 	defer lw.stop()
@@ -170,7 +172,7 @@ func (s *scenarios) fatalExit(ctx context.Context, t *testing.T, path fatalPath)
 			if ok {
 				exit = term
 			}
-			return ok, install.PodState(got), nil
+			return ok, release.PodState(got), nil
 		})
 	if exit.ExitCode == 0 {
 		expect.Errorf(t, "expected %s pod %s to exit non-zero after %s; it exited with code 0 (%s)", b, pod.Name, path.what, exit.Reason)
@@ -186,20 +188,20 @@ func (s *scenarios) fatalExit(ctx context.Context, t *testing.T, path fatalPath)
 	}
 	if last == nil {
 		expect.Fatalf(t, "expected %s, which exited (code %d at %s) after %s, to delete Lease %s/%s before it ended; it was not deleted (%s after the exit: %s) — %s stays excluded by A until the Lease expires",
-			b, exit.ExitCode, exit.FinishedAt.Format(time.RFC3339), path.what, ns, install.NamespaceLockLease, timings.FailoverWindow(), describeLease(readLease(ctx, t, c, ns)), ns)
+			b, exit.ExitCode, exit.FinishedAt.Format(time.RFC3339), path.what, ns, release.NamespaceLockLease, timings.FailoverWindow(), describeLease(readLease(ctx, t, c, ns)), ns)
 	}
 	if holderOf(last) != pod.Name {
-		expect.Errorf(t, "expected the deleted Lease %s/%s to be held by B's exiting pod %s; it was %s", ns, install.NamespaceLockLease, pod.Name, describeLease(last))
+		expect.Errorf(t, "expected the deleted Lease %s/%s to be held by B's exiting pod %s; it was %s", ns, release.NamespaceLockLease, pod.Name, describeLease(last))
 	}
 	expiry := last.Spec.RenewTime.Add(time.Duration(*last.Spec.LeaseDurationSeconds) * time.Second)
 	if !deletedAt.Before(expiry) {
 		expect.Errorf(t, "expected B's exiting process to delete Lease %s/%s before it expired at %s (%s); it was gone only at %s — left to expire, not released",
-			ns, install.NamespaceLockLease, expiry.Format(time.RFC3339Nano), describeLease(last), deletedAt.Format(time.RFC3339Nano))
+			ns, release.NamespaceLockLease, expiry.Format(time.RFC3339Nano), describeLease(last), deletedAt.Format(time.RFC3339Nano))
 	}
 	// FinishedAt has whole seconds.
 	if finished := exit.FinishedAt.Add(time.Second); deletedAt.After(finished) {
 		expect.Errorf(t, "expected B to delete Lease %s/%s before its process ended (%s); it was deleted at %s",
-			ns, install.NamespaceLockLease, exit.FinishedAt.Format(time.RFC3339), deletedAt.Format(time.RFC3339Nano))
+			ns, release.NamespaceLockLease, exit.FinishedAt.Format(time.RFC3339), deletedAt.Format(time.RFC3339Nano))
 	}
 
 	// Its log says why.
@@ -234,7 +236,7 @@ func (s *scenarios) fatalExit(ctx context.Context, t *testing.T, path fatalPath)
 		expect.Errorf(t, "expected operator A to deny an invalid DynamoGraphDeployment in %s within %s of B deleting its Lease (half of leaseDuration + gracePeriod; left behind, the Lease would have kept A off until %s); the first denial, of probe %s, came after %.2fs",
 			ns, bound, activeTill.Format(time.RFC3339Nano), first.name, took.Seconds())
 	}
-	if want := install.DeniedBy(install.GraphDeploymentValidatingWebhook); !strings.Contains(first.err, want) {
+	if want := dynamo.DeniedBy(dynamo.GraphDeploymentValidatingWebhook); !strings.Contains(first.err, want) {
 		expect.Errorf(t, "expected the API server to answer probe %s, which A denied, with %q; it said %q", first.name, want, first.err)
 	}
 	if n := reinclusions(aLog.entries(), ns)["deleted"]; n < 1 {

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -42,9 +42,9 @@ func (s *scenarios) leaseHeld() types.Feature {
 			expect.NoError(t, err, "reading the lease timings of the topology")
 			l := readLease(ctx, t, c, ns)
 			if l == nil {
-				expect.Fatalf(t, "expected Lease %s/%s held by %s; there is none", ns, install.NamespaceLockLease, holder)
+				expect.Fatalf(t, "expected Lease %s/%s held by %s; there is none", ns, release.NamespaceLockLease, holder)
 			}
-			expect.Equal(t, "holderIdentity of Lease "+ns+"/"+install.NamespaceLockLease, holder, holderOf(l))
+			expect.Equal(t, "holderIdentity of Lease "+ns+"/"+release.NamespaceLockLease, holder, holderOf(l))
 			if l.Spec.RenewTime == nil || l.Spec.AcquireTime == nil {
 				expect.Errorf(t, "expected renewTime and acquireTime set on %s", describeLease(l))
 			}
@@ -72,11 +72,11 @@ func (s *scenarios) leaseHeld() types.Feature {
 			var renewals []time.Time
 			first := readLease(ctx, t, c, ns)
 			if first == nil || first.Spec.RenewTime == nil {
-				expect.Fatalf(t, "expected a renewed Lease %s/%s; saw %s", ns, install.NamespaceLockLease, describeLease(first))
+				expect.Fatalf(t, "expected a renewed Lease %s/%s; saw %s", ns, release.NamespaceLockLease, describeLease(first))
 			}
 			renewals = append(renewals, first.Spec.RenewTime.Time)
 			// Two renewals, each due within renewInterval (+ slack for a loaded machine).
-			expect.Eventually(ctx, t, fmt.Sprintf("two renewals of Lease %s/%s by %s (renewInterval %s)", ns, install.NamespaceLockLease, holder, timings.RenewInterval),
+			expect.Eventually(ctx, t, fmt.Sprintf("two renewals of Lease %s/%s by %s (renewInterval %s)", ns, release.NamespaceLockLease, holder, timings.RenewInterval),
 				2*timings.RenewInterval+2*failoverSlack+5*time.Second, func(ctx context.Context) (bool, string, error) {
 					l := readLease(ctx, t, c, ns)
 					if l == nil || l.Spec.RenewTime == nil {
@@ -104,17 +104,17 @@ func (s *scenarios) leaseHeld() types.Feature {
 			expect.NoError(t, err, "reading the lease timings of the topology")
 			old := readLease(ctx, t, c, ns)
 			if old == nil {
-				expect.Fatalf(t, "expected Lease %s/%s; there is none", ns, install.NamespaceLockLease)
+				expect.Fatalf(t, "expected Lease %s/%s; there is none", ns, release.NamespaceLockLease)
 			}
 			w, err := c.Kube().CoordinationV1().Leases(ns).Watch(ctx, metav1.ListOptions{
-				FieldSelector:   fields.OneTermEqualSelector("metadata.name", install.NamespaceLockLease).String(),
+				FieldSelector:   fields.OneTermEqualSelector("metadata.name", release.NamespaceLockLease).String(),
 				ResourceVersion: old.ResourceVersion,
 			})
-			expect.NoError(t, err, "watching Lease %s/%s", ns, install.NamespaceLockLease)
+			expect.NoError(t, err, "watching Lease %s/%s", ns, release.NamespaceLockLease)
 			defer w.Stop()
 			deletedAt := time.Now()
-			err = c.Kube().CoordinationV1().Leases(ns).Delete(ctx, install.NamespaceLockLease, metav1.DeleteOptions{})
-			expect.NoError(t, err, "deleting Lease %s/%s", ns, install.NamespaceLockLease)
+			err = c.Kube().CoordinationV1().Leases(ns).Delete(ctx, release.NamespaceLockLease, metav1.DeleteOptions{})
+			expect.NoError(t, err, "deleting Lease %s/%s", ns, release.NamespaceLockLease)
 			t.Cleanup(func() { s.settled(ctx, t, c) })
 			timeout := time.NewTimer(timings.RenewInterval + failoverSlack + 10*time.Second)
 			defer timeout.Stop()
@@ -122,7 +122,7 @@ func (s *scenarios) leaseHeld() types.Feature {
 				select {
 				case ev, ok := <-w.ResultChan():
 					if !ok {
-						expect.Fatalf(t, "the watch of Lease %s/%s ended before B recreated it", ns, install.NamespaceLockLease)
+						expect.Fatalf(t, "the watch of Lease %s/%s ended before B recreated it", ns, release.NamespaceLockLease)
 					}
 					l, isLease := ev.Object.(*coordinationv1.Lease)
 					if ev.Type != watch.Added || !isLease || l.UID == old.UID {
@@ -140,16 +140,16 @@ func (s *scenarios) leaseHeld() types.Feature {
 					return ctx
 				case <-timeout.C:
 					expect.Fatalf(t, "expected B to recreate its deleted Lease %s/%s within renewInterval %s; it did not within %.1fs",
-						ns, install.NamespaceLockLease, timings.RenewInterval, time.Since(deletedAt).Seconds())
+						ns, release.NamespaceLockLease, timings.RenewInterval, time.Since(deletedAt).Seconds())
 				}
 			}
 		}).
 		Assess("no other namespace has a lock Lease", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
 			for _, ns := range append([]string{s.opA().rel.Namespace}, s.topo.Tenants...) {
-				_, err := c.Kube().CoordinationV1().Leases(ns).Get(ctx, install.NamespaceLockLease, metav1.GetOptions{})
+				_, err := c.Kube().CoordinationV1().Leases(ns).Get(ctx, release.NamespaceLockLease, metav1.GetOptions{})
 				if !apierrors.IsNotFound(err) {
-					expect.Errorf(t, "expected no Lease %s/%s (no restricted operator there); got %v", ns, install.NamespaceLockLease, err)
+					expect.Errorf(t, "expected no Lease %s/%s (no restricted operator there); got %v", ns, release.NamespaceLockLease, err)
 				}
 			}
 			return ctx

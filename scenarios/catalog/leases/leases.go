@@ -1,5 +1,5 @@
 // Package leases holds the multi-operator lease scenarios (CATALOG.md §M) as e2e-framework
-// features labelled scenario=<ID>. They run against install.Topology: operator A cluster-wide
+// features labelled scenario=<ID>. They run against release.Topology: operator A cluster-wide
 // in platform-system, operator B restricted to team-a and holding the Lease
 // dynamo-operator-ns-lock there, tenant team-b served by A alone.
 //
@@ -15,7 +15,7 @@ import (
 
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 )
 
 // Plan says how thoroughly the failover and hand-over scenarios (M4, M5, M12, P5) measure. It is a flag.Value
@@ -69,7 +69,7 @@ func (p *Plan) Set(name string) error {
 
 // Features are the §M scenarios for topology topo, which the suite installs (topo.Restricted
 // is the suite's release). plan is read when the failover scenarios run.
-func Features(topo *install.Topology, plan *Plan) []types.Feature {
+func Features(topo *release.Topology, plan *Plan) []types.Feature {
 	s := &scenarios{topo: topo, plan: plan}
 	return []types.Feature{
 		s.leaseHeld(),            // M1
@@ -90,7 +90,7 @@ func Features(topo *install.Topology, plan *Plan) []types.Feature {
 
 // scenarios carries the topology into every feature.
 type scenarios struct {
-	topo *install.Topology
+	topo *release.Topology
 	plan *Plan
 }
 

@@ -17,8 +17,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/jsonlog"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/metrics"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -56,20 +58,20 @@ const (
 	labelNamespace     = "namespace"
 )
 
-// metricsReaders holds one install.MetricsReader (and so one token) per cluster and release.
+// metricsReaders holds one metrics.MetricsReader (and so one token) per cluster and release.
 var metricsReaders sync.Map
 
-func (o operator) metricsReader(c *suite.Cluster) *install.MetricsReader {
+func (o operator) metricsReader(c *suite.Cluster) *metrics.MetricsReader {
 	key := fmt.Sprintf("%p/%s", c, o.rel)
-	r, _ := metricsReaders.LoadOrStore(key, install.NewMetricsReader(c.Kube(), o.rel))
-	return r.(*install.MetricsReader)
+	r, _ := metricsReaders.LoadOrStore(key, metrics.NewMetricsReader(c.Kube(), o.rel))
+	return r.(*metrics.MetricsReader)
 }
 
 // operator is one of the topology's two operators, as the scenarios observe it.
 type operator struct {
 	// role names it in messages: "operator A (cluster-wide, platform-system/dynamo)".
 	role string
-	rel  *install.Release
+	rel  *chart.Release
 }
 
 func (s *scenarios) opA() operator {
@@ -86,8 +88,8 @@ func (o operator) String() string { return o.role }
 
 // runningPods are the operator's pods that run and are not being deleted.
 func (o operator) runningPods(ctx context.Context, c *suite.Cluster) ([]corev1.Pod, error) {
-	pods, err := install.OperatorPods(ctx, c.Kube(), o.rel)
-	if err != nil && !errors.Is(err, install.ErrNoPods) {
+	pods, err := release.OperatorPods(ctx, c.Kube(), o.rel)
+	if err != nil && !errors.Is(err, release.ErrNoPods) {
 		return nil, err
 	}
 	var out []corev1.Pod
@@ -99,31 +101,30 @@ func (o operator) runningPods(ctx context.Context, c *suite.Cluster) ([]corev1.P
 	return out, nil
 }
 
-// metrics are the samples scraped from every running pod of an operator.
-// metrics are the samples of every running pod of an operator.
-type metrics struct{ install.Samples }
+// operatorMetrics are the samples scraped from every running pod of an operator.
+type operatorMetrics struct{ metrics.Samples }
 
 // scrape reads /metrics of every running pod as a user's Prometheus does: HTTPS with the bearer
 // token of a ServiceAccount bound to the release's metrics-reader ClusterRole
-// (install.MetricsReader), on a connection the cluster provider opens to the pod. (The API
+// (metrics.MetricsReader), on a connection the cluster provider opens to the pod. (The API
 // server's pod proxy cannot carry it: the API server consumes the Authorization header.)
-func (o operator) scrape(ctx context.Context, c *suite.Cluster) (metrics, error) {
+func (o operator) scrape(ctx context.Context, c *suite.Cluster) (operatorMetrics, error) {
 	pods, err := o.runningPods(ctx, c)
 	if err != nil {
-		return metrics{}, err
+		return operatorMetrics{}, err
 	}
 	if len(pods) == 0 {
-		return metrics{}, fmt.Errorf("scraping the metrics of %s: no running pod", o)
+		return operatorMetrics{}, fmt.Errorf("scraping the metrics of %s: no running pod", o)
 	}
-	var out metrics
+	var out operatorMetrics
 	for _, p := range pods {
-		port, err := install.MetricsPort(&p)
+		port, err := metrics.MetricsPort(&p)
 		if err != nil {
-			return metrics{}, err
+			return operatorMetrics{}, err
 		}
 		samples, err := o.scrapePod(ctx, c, &p, port)
 		if err != nil {
-			return metrics{}, fmt.Errorf("scraping /metrics of pod %s/%s (port %d): %w", p.Namespace, p.Name, port, err)
+			return operatorMetrics{}, fmt.Errorf("scraping /metrics of pod %s/%s (port %d): %w", p.Namespace, p.Name, port, err)
 		}
 		out.Samples = append(out.Samples, samples...)
 	}
@@ -131,17 +132,17 @@ func (o operator) scrape(ctx context.Context, c *suite.Cluster) (metrics, error)
 }
 
 // scrapePod GETs the pod's /metrics as a user's Prometheus does.
-func (o operator) scrapePod(ctx context.Context, c *suite.Cluster, p *corev1.Pod, port int32) (install.Samples, error) {
+func (o operator) scrapePod(ctx context.Context, c *suite.Cluster, p *corev1.Pod, port int32) (metrics.Samples, error) {
 	return o.metricsReader(c).ScrapePod(ctx, p, port, func(ctx context.Context) (net.Conn, error) { return c.DialPod(ctx, p, port) })
 }
 
 // creates is dynamo_webhook_requests_total{webhook, operation="CREATE", result}.
-func (m metrics) creates(webhook, result string) float64 {
+func (m operatorMetrics) creates(webhook, result string) float64 {
 	return m.Sum(metricRequests, map[string]string{labelWebhook: webhook, labelOperation: operationCreate, labelResult: result})
 }
 
 // requestCounts describes a webhook's CREATE counters by result, for messages.
-func (m metrics) requestCounts(webhook string) string {
+func (m operatorMetrics) requestCounts(webhook string) string {
 	var parts []string
 	for _, r := range []string{resultAllowed, resultDenied, resultSkipped, "error"} {
 		parts = append(parts, fmt.Sprintf("%s=%g", r, m.creates(webhook, r)))
@@ -198,7 +199,7 @@ func readLog(pod string, r io.Reader, add func(logEntry)) error {
 
 // readLogs reads the logs of every current pod of the operator once.
 func (o operator) readLogs(ctx context.Context, c *suite.Cluster) ([]logEntry, error) {
-	pods, err := install.OperatorPods(ctx, c.Kube(), o.rel)
+	pods, err := release.OperatorPods(ctx, c.Kube(), o.rel)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +263,7 @@ func (o operator) follow(ctx context.Context, c *suite.Cluster) *logFollower {
 	go func() {
 		defer f.wg.Done()
 		for {
-			if pods, err := install.OperatorPods(ctx, c.Kube(), o.rel); err == nil {
+			if pods, err := release.OperatorPods(ctx, c.Kube(), o.rel); err == nil {
 				for _, p := range pods {
 					f.mu.Lock()
 					known := f.started[p.Name]

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
@@ -76,7 +76,7 @@ func (p *prober) send(ctx context.Context, c *suite.Cluster, pr *probe) {
 	// A probe in flight when the prober stops still gets its answer.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 	defer cancel()
-	_, err := c.Dynamic().Resource(install.GraphDeployments).Namespace(p.ns).Create(rctx, install.InvalidGraphDeployment(p.ns, pr.name),
+	_, err := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(p.ns).Create(rctx, dynamo.InvalidGraphDeployment(p.ns, pr.name),
 		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	p.mu.Lock()
 	defer p.mu.Unlock()

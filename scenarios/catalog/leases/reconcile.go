@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -53,8 +53,8 @@ func (s *scenarios) reconciled() types.Feature {
 // and report status.state successful for its generation, deletes it and waits until it is gone.
 func expectReconciled(ctx context.Context, t *testing.T, c *suite.Cluster, ns, name string, by operator) {
 	t.Helper()
-	graphs := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns)
-	_, err := graphs.Create(ctx, install.GraphDeployment(ns, name), metav1.CreateOptions{})
+	graphs := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns)
+	_, err := graphs.Create(ctx, dynamo.GraphDeployment(ns, name), metav1.CreateOptions{})
 	expect.NoError(t, err, "creating DynamoGraphDeployment %s/%s", ns, name)
 	what := fmt.Sprintf("DynamoGraphDeployment %s/%s to get finalizer %s and status.state %q from %s's reconciler", ns, name, graphFinalizer, graphSuccessful, by)
 	expect.Eventually(ctx, t, what, reconcileTimeout, func(ctx context.Context) (bool, string, error) {

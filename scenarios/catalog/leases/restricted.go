@@ -17,8 +17,8 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -38,10 +38,10 @@ func (s *scenarios) settled(ctx context.Context, t *testing.T, c *suite.Cluster)
 	t.Helper()
 	a, b := s.opA(), s.opB()
 	ns := b.rel.RestrictedNamespace()
-	if err := install.WaitDeploymentAvailable(ctx, c.Kube(), b.rel.Namespace, b.rel.DeploymentName(), recoverTimeout); err != nil {
+	if err := release.WaitDeploymentAvailable(ctx, c.Kube(), b.rel.Namespace, b.rel.DeploymentName(), recoverTimeout); err != nil {
 		expect.Fatalf(t, "%s is not running: %v", b, err)
 	}
-	holder, err := install.WaitLeaseHeld(ctx, c.Kube(), b.rel, recoverTimeout)
+	holder, err := release.WaitLeaseHeld(ctx, c.Kube(), b.rel, recoverTimeout)
 	if err != nil {
 		expect.Fatalf(t, "%s does not hold its Lease: %v", b, err)
 	}
@@ -59,7 +59,7 @@ func (s *scenarios) settled(ctx context.Context, t *testing.T, c *suite.Cluster)
 			return got == float64(len(pods)), fmt.Sprintf("%g of %d pods report it excluded", got, len(pods)), nil
 		})
 	// A skips the namespace now, so a denial there is B's.
-	if err := install.WaitAdmission(ctx, c.Dynamic(), b.rel, recoverTimeout); err != nil {
+	if err := release.WaitAdmission(ctx, c.Dynamic(), b.rel, recoverTimeout); err != nil {
 		expect.Fatalf(t, "%s holds its Lease, but its webhooks do not answer: %v", b, err)
 	}
 	return holder
@@ -68,11 +68,11 @@ func (s *scenarios) settled(ctx context.Context, t *testing.T, c *suite.Cluster)
 // readLease returns B's Lease, or nil when there is none.
 func readLease(ctx context.Context, t *testing.T, c *suite.Cluster, ns string) *coordinationv1.Lease {
 	t.Helper()
-	lease, err := c.Kube().CoordinationV1().Leases(ns).Get(ctx, install.NamespaceLockLease, metav1.GetOptions{})
+	lease, err := c.Kube().CoordinationV1().Leases(ns).Get(ctx, release.NamespaceLockLease, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	expect.NoError(t, err, "getting Lease %s/%s", ns, install.NamespaceLockLease)
+	expect.NoError(t, err, "getting Lease %s/%s", ns, release.NamespaceLockLease)
 	return lease
 }
 
@@ -203,7 +203,7 @@ func (s *scenarios) deletedAfterScaleToZero(ctx context.Context, t *testing.T, c
 			return false, err.Error(), nil
 		}
 		deleting = got
-		return got.DeletionTimestamp != nil, install.PodState(got), nil
+		return got.DeletionTimestamp != nil, release.PodState(got), nil
 	}), "stopping %s", b)
 	return deleting
 }
@@ -272,7 +272,7 @@ func (s *scenarios) waitPodGone(ctx context.Context, t *testing.T, c *suite.Clus
 			case got.UID != p.UID:
 				return true, "", nil
 			}
-			return false, install.PodState(got), nil
+			return false, release.PodState(got), nil
 		})
 }
 
@@ -296,7 +296,7 @@ func restarts(ctx context.Context, t *testing.T, c *suite.Cluster, op operator) 
 // or vanished since: a measurement across an operator restart says nothing about the lease.
 func expectNoRestarts(ctx context.Context, t *testing.T, c *suite.Cluster, op operator, before map[string]int32) {
 	t.Helper()
-	pods, err := install.OperatorPods(ctx, c.Kube(), op.rel)
+	pods, err := release.OperatorPods(ctx, c.Kube(), op.rel)
 	expect.NoError(t, err, "listing the pods of %s", op)
 	for name, n := range before {
 		i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == name })

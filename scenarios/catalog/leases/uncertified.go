@@ -18,9 +18,11 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -66,14 +68,14 @@ func (s *scenarios) uncertifiedStop() types.Feature {
 			t.Logf("%s pod %s runs without a storable certificate", b, pod.Name)
 
 			err := poll.Throughout(ctx, fmt.Sprintf("%s pod %s neither to be Ready nor to hold Lease %s/%s while its serving certificate cannot be stored (Secret %s/%s deleted, its RoleBinding removed)",
-				b, pod.Name, ns, install.NamespaceLockLease, b.rel.Namespace, b.rel.SecretName()),
+				b, pod.Name, ns, release.NamespaceLockLease, b.rel.Namespace, b.rel.SecretName()),
 				probeEvery, uncertifiedWatch, func(ctx context.Context) (bool, string, error) {
 					got, err := c.Kube().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 					if err != nil {
 						return false, "", fmt.Errorf("reading pod %s/%s: %w", pod.Namespace, pod.Name, err)
 					}
-					if install.PodReady(got) {
-						return false, "it reported Ready: " + install.PodState(got), nil
+					if release.PodReady(got) {
+						return false, "it reported Ready: " + release.PodState(got), nil
 					}
 					if l := readLease(ctx, t, c, ns); l != nil {
 						return false, fmt.Sprintf("the Lease is held, so A skips %s while B cannot answer: %s", ns, describeLease(l)), nil
@@ -83,9 +85,9 @@ func (s *scenarios) uncertifiedStop() types.Feature {
 			expect.NoError(t, err, "watching the uncertified pod")
 			// The namespace stays validated: A denies an invalid object there.
 			name := "m9-invalid-" + rand.String(5)
-			_, err = c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.InvalidGraphDeployment(ns, name),
+			_, err = c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx, dynamo.InvalidGraphDeployment(ns, name),
 				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-			if want := install.DeniedBy(install.GraphDeploymentValidatingWebhook); err == nil || !strings.Contains(err.Error(), want) {
+			if want := dynamo.DeniedBy(dynamo.GraphDeploymentValidatingWebhook); err == nil || !strings.Contains(err.Error(), want) {
 				expect.Fatalf(t, "expected the invalid DynamoGraphDeployment %s/%s, created while B waits for its certificate, denied with %q (by A: B holds no Lease); got %v", ns, name, want, err)
 			}
 			expect.Eventually(ctx, t, fmt.Sprintf("%s to log %q for %s/%s with result=%s", a, msgValidateCreate, ns, name, resultDenied), observeTimeout,
@@ -105,7 +107,7 @@ func (s *scenarios) uncertifiedStop() types.Feature {
 					b, pod.Name, uncertifiedStopSlack, bound, gone.Seconds())
 			}
 			if l := readLease(ctx, t, c, ns); l != nil {
-				expect.Errorf(t, "expected no Lease %s/%s after %s pod %s, which never served, stopped; found %s", ns, install.NamespaceLockLease, b, pod.Name, describeLease(l))
+				expect.Errorf(t, "expected no Lease %s/%s after %s pod %s, which never served, stopped; found %s", ns, release.NamespaceLockLease, b, pod.Name, describeLease(l))
 			}
 			suite.Note(ctx, t, "podGoneSeconds", round3(gone.Seconds()))
 			return ctx
@@ -115,7 +117,7 @@ func (s *scenarios) uncertifiedStop() types.Feature {
 
 // certificateRoleBinding is the RoleBinding that lets B store its serving certificate in its
 // Secret (automatic mode): <operator>-certs in the release namespace.
-func certificateRoleBinding(r *install.Release) string { return r.DeploymentName() + "-certs" }
+func certificateRoleBinding(r *chart.Release) string { return r.DeploymentName() + "-certs" }
 
 // removeCertificateRights deletes B's certificate RoleBinding and then its Secret, so a new
 // pod of B can neither read nor store a certificate; it returns the RoleBinding to restore.
@@ -147,8 +149,8 @@ func (s *scenarios) restoreCertificateRights(ctx context.Context, t *testing.T, 
 	}
 	s.scaleB(ctx, t, c, 0)
 	expect.Eventually(ctx, t, "every pod of "+s.opB().String()+" to be gone", recoverTimeout, func(ctx context.Context) (bool, string, error) {
-		pods, err := install.OperatorPods(ctx, c.Kube(), s.opB().rel)
-		if err != nil && !errors.Is(err, install.ErrNoPods) {
+		pods, err := release.OperatorPods(ctx, c.Kube(), s.opB().rel)
+		if err != nil && !errors.Is(err, release.ErrNoPods) {
 			return false, err.Error(), nil
 		}
 		return len(pods) == 0, fmt.Sprintf("%d pods", len(pods)), nil

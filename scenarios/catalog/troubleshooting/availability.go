@@ -12,8 +12,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -28,7 +29,7 @@ var (
 )
 
 // scaleDown records the operator's replicas in *want and scales it to zero.
-func scaleDown(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, want *int32) {
+func scaleDown(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, want *int32) {
 	t.Helper()
 	n, err := replicas(ctx, c, r)
 	expect.NoError(t, err, "reading the operator's replicas")
@@ -37,7 +38,7 @@ func scaleDown(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.R
 }
 
 // scaleBack restores the replicas scaleDown recorded (at least one) if the operator has none.
-func scaleBack(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, want int32) {
+func scaleBack(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, want int32) {
 	t.Helper()
 	n, err := replicas(ctx, c, r)
 	if err != nil {
@@ -154,9 +155,9 @@ func deletedService() e2etypes.Feature {
 				// out). That is what a user sees there; the symptom shows once the API server
 				// dials again — after the operator's pods restart and close their connections.
 				suite.Note(ctx, t, "admittedRightAfterDeletion", dryRunCreateProbe(ctx, c, ns) == nil)
-				expect.NoError(t, install.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()), "rollout restart of %s (Kubernetes %s keeps calling a deleted Service over open connections)", r, c.KubernetesVersion())
-				expect.NoError(t, install.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout), "waiting for the rollout")
-				expect.NoError(t, install.WaitOldPodsGone(ctx, c.Kube(), r, rolloutTimeout), "waiting for the replaced pods to be gone")
+				expect.NoError(t, release.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()), "rollout restart of %s (Kubernetes %s keeps calling a deleted Service over open connections)", r, c.KubernetesVersion())
+				expect.NoError(t, release.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout), "waiting for the rollout")
+				expect.NoError(t, release.WaitOldPodsGone(ctx, c.Kube(), r, rolloutTimeout), "waiting for the replaced pods to be gone")
 			}
 			expectCreateFailsWith(ctx, t, c, ns, failedCallPrefix, notFound)
 			return ctx

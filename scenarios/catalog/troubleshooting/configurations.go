@@ -17,9 +17,12 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -41,8 +44,8 @@ func deletedValidatingConfiguration() e2etypes.Feature {
 			// The API server drops a deleted configuration from its informer within moments.
 			expect.Eventually(ctx, t, "an invalid DynamoGraphDeployment in "+ns+" to pass a server-side dry run", propagationTimeout,
 				func(ctx context.Context) (bool, string, error) {
-					_, err := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx,
-						install.InvalidGraphDeployment(ns, "probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+					_, err := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx,
+						dynamo.InvalidGraphDeployment(ns, "probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 					return err == nil, errOrAdmitted(err), nil
 				})
 			// The mutating webhook still runs, so its "default" log line proves the log is
@@ -76,7 +79,7 @@ func deletedValidatingConfiguration() e2etypes.Feature {
 
 // expectNoValidationLogged checks the operator's logs: the mutating webhook's "default" line for
 // ns/name is there (the log is current), its "validate create" line is not.
-func expectNoValidationLogged(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, ns, name string) {
+func expectNoValidationLogged(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, ns, name string) {
 	t.Helper()
 	var logs podLogs
 	expect.Eventually(ctx, t, fmt.Sprintf("the operator to log the mutating webhook's \"default\" line for %s/%s", ns, name), propagationTimeout,
@@ -110,8 +113,8 @@ func unmatchedNamespaceSelector() e2etypes.Feature {
 			c := suite.ClusterFrom(ctx, t)
 			expect.Eventually(ctx, t, "an invalid DynamoGraphDeployment in "+ns+" to pass a server-side dry run", propagationTimeout,
 				func(ctx context.Context) (bool, string, error) {
-					_, err := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx,
-						install.InvalidGraphDeployment(ns, "probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+					_, err := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx,
+						dynamo.InvalidGraphDeployment(ns, "probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 					return err == nil, errOrAdmitted(err), nil
 				})
 			// The selector is on every webhook: not even the mutating one runs.
@@ -154,7 +157,7 @@ const maxObservationAttempts = 5
 // report. The operator re-injects the right CA every --cert-check-interval, which can land
 // inside the observation; an observation counts only if the bundle was still in place after
 // it, otherwise the fault is injected again (at most maxObservationAttempts times).
-func observeWrongCABundle(ctx context.Context, t *testing.T, c *suite.Cluster, r *install.Release, ns string, bundle []byte) caBundleObservation {
+func observeWrongCABundle(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, ns string, bundle []byte) caBundleObservation {
 	t.Helper()
 	var obs caBundleObservation
 	for obs.attempts = 1; ; obs.attempts++ {
@@ -164,7 +167,7 @@ func observeWrongCABundle(ctx context.Context, t *testing.T, c *suite.Cluster, r
 		// The API server's webhook client picks the new bundle up from its informer, so the
 		// first dry runs may still pass with the old one; the last answer is the observation.
 		_ = poll.Until(ctx, "the API server to call the webhook with the new caBundle", caBundlePropagation, func(ctx context.Context) (bool, string, error) {
-			_, obs.err = c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.GraphDeployment(ns, name),
+			_, obs.err = c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx, dynamo.GraphDeployment(ns, name),
 				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			return obs.err != nil, "the dry run was admitted", nil
 		})
@@ -186,7 +189,7 @@ func observeWrongCABundle(ctx context.Context, t *testing.T, c *suite.Cluster, r
 
 // setValidatingCABundle writes bundle (nil: none) into every webhook of the release's
 // ValidatingWebhookConfiguration, as `kubectl patch` would.
-func setValidatingCABundle(ctx context.Context, c *suite.Cluster, r *install.Release, bundle []byte) error {
+func setValidatingCABundle(ctx context.Context, c *suite.Cluster, r *chart.Release, bundle []byte) error {
 	api := c.Kube().AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		vwc, err := api.Get(ctx, r.ValidatingName(), metav1.GetOptions{})
@@ -203,7 +206,7 @@ func setValidatingCABundle(ctx context.Context, c *suite.Cluster, r *install.Rel
 
 // validatingCABundleIs reports whether every webhook of the release's
 // ValidatingWebhookConfiguration carries exactly bundle, and otherwise what it carries.
-func validatingCABundleIs(ctx context.Context, c *suite.Cluster, r *install.Release, bundle []byte) (bool, string, error) {
+func validatingCABundleIs(ctx context.Context, c *suite.Cluster, r *chart.Release, bundle []byte) (bool, string, error) {
 	vwc, err := c.Kube().AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, r.ValidatingName(), metav1.GetOptions{})
 	if err != nil {
 		return false, "", err
@@ -220,11 +223,11 @@ func describeBundle(w admissionregistrationv1.ValidatingWebhook) string {
 	if len(w.ClientConfig.CABundle) == 0 {
 		return "webhook " + w.Name + ": empty caBundle"
 	}
-	return "webhook " + w.Name + ": caBundle " + install.DescribePEM(w.ClientConfig.CABundle)
+	return "webhook " + w.Name + ": caBundle " + pki.DescribePEM(w.ClientConfig.CABundle)
 }
 
 // secretCA is ca.crt of the release's certificate Secret.
-func secretCA(ctx context.Context, c *suite.Cluster, r *install.Release) ([]byte, error) {
+func secretCA(ctx context.Context, c *suite.Cluster, r *chart.Release) ([]byte, error) {
 	s, err := c.Kube().CoreV1().Secrets(r.Namespace).Get(ctx, r.SecretName(), metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("getting Secret %s/%s: %w", r.Namespace, r.SecretName(), err)
@@ -255,11 +258,11 @@ func foreignCABundle() e2etypes.Feature {
 	var obs caBundleObservation
 	return features.New("caBundle empty or from another CA: x509 unknown authority until the operator re-injects").
 		WithLabel(suite.LabelScenario, "T3").
-		WithLabel(suite.LabelCertMode, string(install.Automatic)).
+		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		Setup(baseline("t3", &ns)).
 		Assess("fault: the caBundle of every validating webhook replaced by another CA's", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
-			other, err := install.NewCertificateAuthority("gauntlet T3 unrelated CA", 24*time.Hour)
+			other, err := pki.NewCertificateAuthority("gauntlet T3 unrelated CA", 24*time.Hour)
 			expect.NoError(t, err, "creating an unrelated CA")
 			obs = observeWrongCABundle(ctx, t, c, r, ns, other.PEM)
 			suite.Note(ctx, t, "observationAttempts", obs.attempts)
@@ -286,7 +289,7 @@ func foreignCABundle() e2etypes.Feature {
 			// back-off, plus slack for a loaded machine.
 			bound := 2*interval + 30*time.Second
 			start := time.Now()
-			if err := install.WaitCABundles(ctx, c.Kube(), c.CRDs(), r, ca, bound); err != nil {
+			if err := release.WaitCABundles(ctx, c.Kube(), c.CRDs(), r, ca, bound); err != nil {
 				expect.Fatalf(t, "expected the operator to re-inject ca.crt of Secret %s/%s within 2×--cert-check-interval (%s) + 30s without a restart: %v",
 					r.Namespace, r.SecretName(), interval, err)
 			}
@@ -308,7 +311,7 @@ func foreignCABundle() e2etypes.Feature {
 			ca, err := secretCA(ctx, c, r)
 			expect.NoError(t, err, "reading the serving CA")
 			// The operator injects before it serves: once the new pod is Available the bundle holds.
-			bundles, err := install.ReadCABundles(ctx, c.Kube(), c.CRDs(), r)
+			bundles, err := release.ReadCABundles(ctx, c.Kube(), c.CRDs(), r)
 			expect.NoError(t, err, "reading the caBundles")
 			if missing := bundles.Missing(ca); len(missing) > 0 {
 				expect.Errorf(t, "after the restart: expected every caBundle to hold ca.crt of Secret %s/%s, saw %s", r.Namespace, r.SecretName(), bundles.DescribeMissing(ca))
@@ -323,7 +326,7 @@ func foreignCABundle() e2etypes.Feature {
 				expect.Errorf(t, "restoring the caBundle: %v", err)
 				return ctx
 			}
-			if bundles, err := install.ReadCABundles(ctx, c.Kube(), c.CRDs(), r); err != nil || len(bundles.Missing(ca)) > 0 {
+			if bundles, err := release.ReadCABundles(ctx, c.Kube(), c.CRDs(), r); err != nil || len(bundles.Missing(ca)) > 0 {
 				if err := rolloutRestart(ctx, c, r); err != nil {
 					expect.Errorf(t, "restoring the caBundle with a restart: %v", err)
 				}

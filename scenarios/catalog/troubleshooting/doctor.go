@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -143,7 +143,7 @@ type doctorTarget struct {
 	testNamespace string
 }
 
-func targetOf(r *install.Release, testNamespace string) doctorTarget {
+func targetOf(r *chart.Release, testNamespace string) doctorTarget {
 	return doctorTarget{release: r.Name, namespace: r.Namespace, testNamespace: testNamespace}
 }
 

@@ -14,8 +14,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -27,20 +29,20 @@ import (
 // externalRelease is a scenario's own external-mode release and the CA its certificates come
 // from (webhook.caBundle trusts it, so only the certificate itself can be wrong).
 type externalRelease struct {
-	release *install.Release
-	ca      *install.CertificateAuthority
+	release *chart.Release
+	ca      *pki.CertificateAuthority
 }
 
 // installExternal installs release name in namespace ns (already created) in external mode
 // with a correct serving certificate, and waits until its webhooks answer.
 func installExternal(ctx context.Context, t *testing.T, c *suite.Cluster, name, ns string) *externalRelease {
 	t.Helper()
-	ca, err := install.NewCertificateAuthority("gauntlet "+name+" external CA", 10*365*24*time.Hour)
+	ca, err := pki.NewCertificateAuthority("gauntlet "+name+" external CA", 10*365*24*time.Hour)
 	expect.NoError(t, err, "creating the external CA")
-	rel := &install.Release{
+	rel := &chart.Release{
 		Name:      name,
 		Namespace: ns,
-		Mode:      install.External,
+		Mode:      chart.External,
 		// A release of its own in the scenario's namespace (restricted to it, so the suite's
 		// release stays out) with failurePolicy Fail, the cluster-wide default, under which a
 		// bad certificate shows as the documented x509 error; a restricted release defaults to
@@ -51,7 +53,7 @@ func installExternal(ctx context.Context, t *testing.T, c *suite.Cluster, name, 
 			"webhook":              map[string]any{"failurePolicy": "Fail"},
 		},
 	}
-	good, err := ca.Issue(install.LeafOptions{DNSNames: []string{rel.ServiceHost()}})
+	good, err := ca.Issue(pki.LeafOptions{DNSNames: []string{rel.ServiceHost()}})
 	expect.NoError(t, err, "issuing the serving certificate for %s", rel.ServiceHost())
 	rel.Serving = good
 	expect.NoError(t, c.Installer().Install(ctx, rel), "installing %s", rel)
@@ -62,27 +64,27 @@ func installExternal(ctx context.Context, t *testing.T, c *suite.Cluster, name, 
 // reissue replaces the certificate in the release's Secret, as a user of external mode does
 // (`kubectl create secret tls … | kubectl apply`), and waits until the webhook serves it: the
 // kubelet refreshes the mounted Secret and the operator reloads the files.
-func (e *externalRelease) reissue(ctx context.Context, t *testing.T, c *suite.Cluster, opts install.LeafOptions) *install.ServingCertificate {
+func (e *externalRelease) reissue(ctx context.Context, t *testing.T, c *suite.Cluster, opts pki.LeafOptions) *pki.ServingCertificate {
 	t.Helper()
 	rel := e.release
 	sc, err := e.ca.Issue(opts)
 	expect.NoError(t, err, "issuing a serving certificate for %v", opts.DNSNames)
-	expect.NoError(t, install.ApplySecret(ctx, c.Kube(), install.ServingSecret(rel.Namespace, rel.SecretName(), sc, false)),
+	expect.NoError(t, release.ApplySecret(ctx, c.Kube(), pki.ServingSecret(rel.Namespace, rel.SecretName(), sc, false)),
 		"replacing Secret %s/%s", rel.Namespace, rel.SecretName())
 	expectServed(ctx, t, c, rel, sc.Leaf)
 	return sc
 }
 
 // expectServed waits until the release's webhook Service presents want.
-func expectServed(ctx context.Context, t *testing.T, c *suite.Cluster, rel *install.Release, want *x509.Certificate) {
+func expectServed(ctx context.Context, t *testing.T, c *suite.Cluster, rel *chart.Release, want *x509.Certificate) {
 	t.Helper()
-	what := fmt.Sprintf("Service %s/%s to serve the new certificate (%s)", rel.Namespace, rel.ServiceName(), install.Describe(want))
+	what := fmt.Sprintf("Service %s/%s to serve the new certificate (%s)", rel.Namespace, rel.ServiceName(), pki.Describe(want))
 	expect.Eventually(ctx, t, what, secretVolumeTimeout, func(ctx context.Context) (bool, string, error) {
 		chain, err := c.ServedCertificates(ctx, rel.Namespace, rel.ServiceName(), 443)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return chain[0].Equal(want), "served " + install.Describe(chain[0]).String(), nil
+		return chain[0].Equal(want), "served " + pki.Describe(chain[0]).String(), nil
 	})
 }
 
@@ -92,7 +94,7 @@ func uninstallExternal(ctx context.Context, t *testing.T, c *suite.Cluster, e *e
 	if e == nil {
 		return
 	}
-	if err := c.Installer().Uninstall(ctx, e.release, install.UninstallOptions{}); err != nil {
+	if err := c.Installer().Uninstall(ctx, e.release, release.UninstallOptions{}); err != nil {
 		expect.Errorf(t, "uninstalling %s: %v", e.release, err)
 		return
 	}
@@ -119,7 +121,7 @@ type externalCertificateFault struct {
 	// defect describes the bad certificate, for step names.
 	defect string
 	// bad is the certificate with the defect, for the release's Service host.
-	bad func(host string) install.LeafOptions
+	bad func(host string) pki.LeafOptions
 	// symptom is the stable part of the API server's error for host.
 	symptom func(host string) []*regexp.Regexp
 	// check is the doctor check that must be the one root cause.
@@ -164,8 +166,8 @@ func (f externalCertificateFault) feature() e2etypes.Feature {
 		}).
 		Assess("fix: re-issue the certificate for <svc>.<ns>.svc, valid now; admission works again", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
-			ext.reissue(ctx, t, c, install.LeafOptions{DNSNames: []string{ext.release.ServiceHost()}})
-			expect.NoError(t, install.WaitAdmission(ctx, c.Dynamic(), ext.release, admissionTimeout), "admission after re-issuing")
+			ext.reissue(ctx, t, c, pki.LeafOptions{DNSNames: []string{ext.release.ServiceHost()}})
+			expect.NoError(t, release.WaitAdmission(ctx, c.Dynamic(), ext.release, admissionTimeout), "admission after re-issuing")
 			expectDenied(ctx, t, c, ns, "invalid")
 			expectDoctorHealthy(ctx, t, c, targetOf(ext.release, ""), healthyTimeout)
 			return ctx
@@ -184,11 +186,11 @@ func wrongSAN() e2etypes.Feature {
 		id: "T4", prefix: "t4",
 		title:  "serving certificate without <svc>.<ns>.svc (external mode): x509 valid for …, not <svc>.<ns>.svc until re-issued",
 		defect: "the Service's short names only (no <svc>.<ns>.svc)",
-		bad: func(host string) install.LeafOptions {
+		bad: func(host string) pki.LeafOptions {
 			// What a user writes who forgets the .svc suffix: <svc> and <svc>.<ns>.
 			short := strings.TrimSuffix(host, ".svc")
 			svc, _, _ := strings.Cut(short, ".")
-			return install.LeafOptions{DNSNames: []string{svc, short}}
+			return pki.LeafOptions{DNSNames: []string{svc, short}}
 		},
 		symptom: func(host string) []*regexp.Regexp {
 			return []*regexp.Regexp{quoted("x509: certificate is valid for "), quoted(", not " + host)}
@@ -203,9 +205,9 @@ func expiredCertificate() e2etypes.Feature {
 		id: "T5", prefix: "t5",
 		title:  "serving certificate expired (external mode): x509 expired or not yet valid until re-issued",
 		defect: "a certificate that expired yesterday",
-		bad: func(host string) install.LeafOptions {
+		bad: func(host string) pki.LeafOptions {
 			now := time.Now()
-			return install.LeafOptions{DNSNames: []string{host}, NotBefore: now.Add(-48 * time.Hour), NotAfter: now.Add(-24 * time.Hour)}
+			return pki.LeafOptions{DNSNames: []string{host}, NotBefore: now.Add(-48 * time.Hour), NotAfter: now.Add(-24 * time.Hour)}
 		},
 		symptom: func(string) []*regexp.Regexp {
 			return []*regexp.Regexp{quoted("x509: certificate has expired or is not yet valid")}

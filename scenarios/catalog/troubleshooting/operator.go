@@ -16,10 +16,11 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/jsonlog"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -29,7 +30,7 @@ import (
 // withValues returns a copy of r whose chart values are r's with over merged into them (over
 // wins), for a `helm upgrade --set …`; `helm upgrade` of r itself undoes it (the Installer
 // upgrades with exactly the values it is given).
-func withValues(r *install.Release, over map[string]any) *install.Release {
+func withValues(r *chart.Release, over map[string]any) *chart.Release {
 	changed := *r
 	changed.Values = overlay(r.Values, over)
 	return &changed
@@ -61,19 +62,19 @@ func overlay(base, over map[string]any) map[string]any {
 // terminating pod keeps answering the API server over the connections it holds open (the
 // chart's preStop sleep keeps it up for shutdownDelaySeconds), so until it is gone a webhook
 // call may still meet the old settings.
-func helmUpgrade(ctx context.Context, c *suite.Cluster, r *install.Release) error {
+func helmUpgrade(ctx context.Context, c *suite.Cluster, r *chart.Release) error {
 	cp := *r // Upgrade writes defaults back; the caller's release stays as it was
 	if err := c.Installer().Upgrade(ctx, &cp); err != nil {
 		return err
 	}
-	if err := install.WaitDeploymentAvailable(ctx, c.Kube(), cp.Namespace, cp.DeploymentName(), rolloutTimeout); err != nil {
+	if err := release.WaitDeploymentAvailable(ctx, c.Kube(), cp.Namespace, cp.DeploymentName(), rolloutTimeout); err != nil {
 		return err
 	}
-	return install.WaitOldPodsGone(ctx, c.Kube(), &cp, rolloutTimeout)
+	return release.WaitOldPodsGone(ctx, c.Kube(), &cp, rolloutTimeout)
 }
 
 // replicas reads the operator Deployment's desired replicas.
-func replicas(ctx context.Context, c *suite.Cluster, r *install.Release) (int32, error) {
+func replicas(ctx context.Context, c *suite.Cluster, r *chart.Release) (int32, error) {
 	s, err := c.Kube().AppsV1().Deployments(r.Namespace).GetScale(ctx, r.DeploymentName(), metav1.GetOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("reading the scale of Deployment %s/%s: %w", r.Namespace, r.DeploymentName(), err)
@@ -83,7 +84,7 @@ func replicas(ctx context.Context, c *suite.Cluster, r *install.Release) (int32,
 
 // scaleOperator does `kubectl scale --replicas=n` and waits for the result: no operator pod
 // left for 0, the Deployment Available otherwise.
-func scaleOperator(ctx context.Context, c *suite.Cluster, r *install.Release, n int32) error {
+func scaleOperator(ctx context.Context, c *suite.Cluster, r *chart.Release, n int32) error {
 	scale := &autoscalingv1.Scale{
 		ObjectMeta: metav1.ObjectMeta{Name: r.DeploymentName(), Namespace: r.Namespace},
 		Spec:       autoscalingv1.ScaleSpec{Replicas: n},
@@ -92,30 +93,30 @@ func scaleOperator(ctx context.Context, c *suite.Cluster, r *install.Release, n 
 		return fmt.Errorf("scaling Deployment %s/%s to %d replicas: %w", r.Namespace, r.DeploymentName(), n, err)
 	}
 	if n == 0 {
-		return install.WaitPodsGone(ctx, c.Kube(), r.Namespace, operatorSelector(r), rolloutTimeout)
+		return release.WaitPodsGone(ctx, c.Kube(), r.Namespace, operatorSelector(r), rolloutTimeout)
 	}
-	return install.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout)
+	return release.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout)
 }
 
-func operatorSelector(r *install.Release) string {
-	return "app.kubernetes.io/name=" + install.OperatorAppLabel + ",app.kubernetes.io/instance=" + r.Name
+func operatorSelector(r *chart.Release) string {
+	return "app.kubernetes.io/name=" + chart.OperatorAppLabel + ",app.kubernetes.io/instance=" + r.Name
 }
 
 // rolloutRestart does `kubectl rollout restart` and `kubectl rollout status`: it waits until
 // no pod of before is left and the Deployment is Available again.
-func rolloutRestart(ctx context.Context, c *suite.Cluster, r *install.Release) error {
-	before, err := install.OperatorPodUIDs(ctx, c.Kube(), r)
+func rolloutRestart(ctx context.Context, c *suite.Cluster, r *chart.Release) error {
+	before, err := release.OperatorPodUIDs(ctx, c.Kube(), r)
 	if err != nil {
 		return err
 	}
-	if err := install.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()); err != nil {
+	if err := release.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()); err != nil {
 		return err
 	}
 	what := "the restarted Deployment " + r.Namespace + "/" + r.DeploymentName() + " to replace its pods"
-	if err := poll.Until(ctx, what, rolloutTimeout, install.PodsReplaced(c.Kube(), r, before)); err != nil {
+	if err := poll.Until(ctx, what, rolloutTimeout, release.PodsReplaced(c.Kube(), r, before)); err != nil {
 		return err
 	}
-	return install.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout)
+	return release.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout)
 }
 
 // logEntry is one line of the operator's JSON log (controller-runtime's zap), with the keys
@@ -136,8 +137,8 @@ type podLogs map[string][]logEntry
 
 // operatorLogs reads the log of every operator pod through the API server, like
 // `kubectl logs -l … -c operator`.
-func operatorLogs(ctx context.Context, c *suite.Cluster, r *install.Release) (podLogs, error) {
-	pods, err := install.OperatorPods(ctx, c.Kube(), r)
+func operatorLogs(ctx context.Context, c *suite.Cluster, r *chart.Release) (podLogs, error) {
+	pods, err := release.OperatorPods(ctx, c.Kube(), r)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +181,7 @@ func admissionLine(msg, ns, name string) func(logEntry) bool {
 
 // checkInterval is the operator's --cert-check-interval, read from its Deployment: how often
 // the automatic-mode cert-controller re-checks the caBundles on its own.
-func checkInterval(ctx context.Context, c *suite.Cluster, r *install.Release) (time.Duration, error) {
+func checkInterval(ctx context.Context, c *suite.Cluster, r *chart.Release) (time.Duration, error) {
 	d, err := c.Kube().AppsV1().Deployments(r.Namespace).Get(ctx, r.DeploymentName(), metav1.GetOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("getting Deployment %s/%s: %w", r.Namespace, r.DeploymentName(), err)
@@ -200,7 +201,7 @@ func checkInterval(ctx context.Context, c *suite.Cluster, r *install.Release) (t
 }
 
 // serviceAccount is the operator pods' ServiceAccount.
-func serviceAccount(ctx context.Context, c *suite.Cluster, r *install.Release) (string, error) {
+func serviceAccount(ctx context.Context, c *suite.Cluster, r *chart.Release) (string, error) {
 	d, err := c.Kube().AppsV1().Deployments(r.Namespace).Get(ctx, r.DeploymentName(), metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("getting Deployment %s/%s: %w", r.Namespace, r.DeploymentName(), err)

@@ -16,8 +16,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -27,7 +29,7 @@ func serviceAccountUser(ns, sa string) string { return "system:serviceaccount:" 
 // secretRoleBinding finds the chart's RoleBinding that lets the operator's ServiceAccount write
 // Secrets in the release namespace (automatic mode's cert-controller), by what it grants rather
 // than by name.
-func secretRoleBinding(ctx context.Context, c *suite.Cluster, r *install.Release, sa string) (*rbacv1.RoleBinding, error) {
+func secretRoleBinding(ctx context.Context, c *suite.Cluster, r *chart.Release, sa string) (*rbacv1.RoleBinding, error) {
 	rbs, err := c.Kube().RbacV1().RoleBindings(r.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + r.Name})
 	if err != nil {
 		return nil, fmt.Errorf("listing RoleBindings of %s: %w", r, err)
@@ -77,7 +79,7 @@ func missingRBAC() e2etypes.Feature {
 	var oldPods map[types.UID]bool
 	return features.New("cert-controller RBAC missing: no Secret, no caBundle, a logged error until RBAC is restored").
 		WithLabel(suite.LabelScenario, "T10").
-		WithLabel(suite.LabelCertMode, string(install.Automatic)).
+		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		Setup(baseline("t10", &ns)).
 		Assess("fault: the cert-controller's RoleBinding deleted, then its Secret deleted and the operator restarted so it must regenerate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
@@ -101,13 +103,13 @@ func missingRBAC() e2etypes.Feature {
 				})
 			oldCA, err = secretCA(ctx, c, r)
 			expect.NoError(t, err, "reading the serving CA")
-			oldPods, err = install.OperatorPodUIDs(ctx, c.Kube(), r)
+			oldPods, err = release.OperatorPodUIDs(ctx, c.Kube(), r)
 			expect.NoError(t, err, "listing the operator pods")
 			expect.NoError(t, c.Kube().CoreV1().Secrets(r.Namespace).Delete(ctx, r.SecretName(), metav1.DeleteOptions{}),
 				"deleting Secret %s/%s", r.Namespace, r.SecretName())
 			// The rollout cannot finish (the new pod never gets a certificate); the old pod keeps
 			// serving meanwhile (maxUnavailable 0).
-			expect.NoError(t, install.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()), "restarting %s", r)
+			expect.NoError(t, release.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()), "restarting %s", r)
 			return ctx
 		}).
 		Assess("symptom: the new pod logs the cert-controller's forbidden error; no Secret is created and the caBundle keeps the old CA", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -115,7 +117,7 @@ func missingRBAC() e2etypes.Feature {
 			forbidden := fmt.Sprintf("is forbidden: User %q cannot", serviceAccountUser(r.Namespace, sa))
 			what := fmt.Sprintf("a new operator pod to log a cert-controller error containing %q", forbidden)
 			expect.Eventually(ctx, t, what, rolloutTimeout, func(ctx context.Context) (bool, string, error) {
-				pods, err := install.OperatorPods(ctx, c.Kube(), r)
+				pods, err := release.OperatorPods(ctx, c.Kube(), r)
 				if err != nil {
 					return false, err.Error(), nil
 				}
@@ -125,7 +127,7 @@ func missingRBAC() e2etypes.Feature {
 				}
 				var states []string
 				for _, p := range pods {
-					states = append(states, install.PodState(&p))
+					states = append(states, release.PodState(&p))
 					if oldPods[p.UID] {
 						continue
 					}
@@ -142,10 +144,10 @@ func missingRBAC() e2etypes.Feature {
 			if !apierrors.IsNotFound(err) {
 				expect.Errorf(t, "Secret %s/%s: expected it not created (the cert-controller may not create Secrets), saw %v", r.Namespace, r.SecretName(), errOrFound(err))
 			}
-			bundles, err := install.ReadCABundles(ctx, c.Kube(), c.CRDs(), r)
+			bundles, err := release.ReadCABundles(ctx, c.Kube(), c.CRDs(), r)
 			expect.NoError(t, err, "reading the caBundles")
 			if missing := bundles.Missing(oldCA); len(missing) > 0 {
-				expect.Errorf(t, "caBundles: expected them to keep the old CA %s (nothing new injected), saw %s", install.DescribePEM(oldCA), bundles.DescribeMissing(oldCA))
+				expect.Errorf(t, "caBundles: expected them to keep the old CA %s (nothing new injected), saw %s", pki.DescribePEM(oldCA), bundles.DescribeMissing(oldCA))
 			}
 			return ctx
 		}).
@@ -158,9 +160,9 @@ func missingRBAC() e2etypes.Feature {
 			ca, err := secretCA(ctx, c, r)
 			expect.NoError(t, err, "reading the regenerated Secret")
 			if string(ca) == string(oldCA) {
-				expect.Errorf(t, "Secret %s/%s: expected a new CA after regeneration, saw the old one %s", r.Namespace, r.SecretName(), install.DescribePEM(ca))
+				expect.Errorf(t, "Secret %s/%s: expected a new CA after regeneration, saw the old one %s", r.Namespace, r.SecretName(), pki.DescribePEM(ca))
 			}
-			expect.NoError(t, install.WaitCABundles(ctx, c.Kube(), c.CRDs(), r, ca, propagationTimeout), "waiting for the new CA in every caBundle")
+			expect.NoError(t, release.WaitCABundles(ctx, c.Kube(), c.CRDs(), r, ca, propagationTimeout), "waiting for the new CA in every caBundle")
 			expectEventuallyDenied(ctx, t, c, ns, "invalid", admissionTimeout)
 			return ctx
 		}).

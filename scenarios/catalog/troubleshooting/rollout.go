@@ -14,8 +14,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -46,7 +47,7 @@ func stalledRollout() e2etypes.Feature {
 		Assess("fault: the operator container given "+newerChartArg, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			var err error
-			before, err = install.OperatorPodUIDs(ctx, c.Kube(), r)
+			before, err = release.OperatorPodUIDs(ctx, c.Kube(), r)
 			expect.NoError(t, err, "listing the operator's pods")
 			expect.NoError(t, addOperatorArg(ctx, c, r, newerChartArg), "adding %s to Deployment %s/%s", newerChartArg, r.Namespace, r.DeploymentName())
 			return ctx
@@ -72,7 +73,7 @@ func stalledRollout() e2etypes.Feature {
 }
 
 // addOperatorArg appends arg to the operator container's arguments, as `kubectl edit` would.
-func addOperatorArg(ctx context.Context, c *suite.Cluster, r *install.Release, arg string) error {
+func addOperatorArg(ctx context.Context, c *suite.Cluster, r *chart.Release, arg string) error {
 	d, err := c.Kube().AppsV1().Deployments(r.Namespace).Get(ctx, r.DeploymentName(), metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -94,8 +95,8 @@ func addOperatorArg(ctx context.Context, c *suite.Cluster, r *install.Release, a
 // exitedSaying says whether an operator pod not in before has an operator container whose last
 // run exited with code and whose log of that run contains want; seen describes the pods. A run
 // that exited with code without saying want is an error: its log will not change.
-func exitedSaying(ctx context.Context, c *suite.Cluster, r *install.Release, before map[types.UID]bool, code int32, want string) (bool, string, error) {
-	pods, err := install.OperatorPods(ctx, c.Kube(), r)
+func exitedSaying(ctx context.Context, c *suite.Cluster, r *chart.Release, before map[types.UID]bool, code int32, want string) (bool, string, error) {
+	pods, err := release.OperatorPods(ctx, c.Kube(), r)
 	if err != nil {
 		return false, "", err
 	}
@@ -126,7 +127,7 @@ func exitedSaying(ctx context.Context, c *suite.Cluster, r *install.Release, bef
 			seen = append(seen, fmt.Sprintf("pod %s: exit code %d, its log %q", p.Name, last.ExitCode, shorten(log, 300)))
 		}
 		if !restarted {
-			seen = append(seen, fmt.Sprintf("pod %s not restarted yet (%s)", p.Name, install.PodState(&p)))
+			seen = append(seen, fmt.Sprintf("pod %s not restarted yet (%s)", p.Name, release.PodState(&p)))
 		}
 	}
 	if len(seen) == 0 {

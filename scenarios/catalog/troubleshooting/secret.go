@@ -15,9 +15,11 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -107,11 +109,11 @@ func (h *secretHold) release(ctx context.Context, c *suite.Cluster) error {
 // certificate that every caBundle and the webhook follow.
 func deletedSecret() e2etypes.Feature {
 	var ns string
-	var before install.SecretCertificates
+	var before pki.SecretCertificates
 	var hold *secretHold
 	return features.New("Secret deleted while running: the operator keeps serving; delete + rollout restart regenerates").
 		WithLabel(suite.LabelScenario, "T11").
-		WithLabel(suite.LabelCertMode, string(install.Automatic)).
+		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		Setup(baseline("t11", &ns)).
 		Assess("the running operator writes a deleted Secret again on its own; admission keeps working", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
@@ -127,13 +129,13 @@ func deletedSecret() e2etypes.Feature {
 				}
 				return got.UID != s.UID, "still the old Secret", nil
 			})
-			expect.NoError(t, install.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission after the Secret was written again")
+			expect.NoError(t, release.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission after the Secret was written again")
 			return ctx
 		}).
 		Assess("fault: the Secret deleted while running, and kept deleted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			var err error
-			before, err = install.ReadSecretCertificates(ctx, c.Kube(), r)
+			before, err = release.ReadSecretCertificates(ctx, c.Kube(), r)
 			expect.NoError(t, err, "reading the certificate Secret")
 			hold, err = holdSecret(ctx, c, r.Namespace, r.SecretName())
 			expect.NoError(t, err, "holding Secret %s/%s deleted", r.Namespace, r.SecretName())
@@ -150,7 +152,7 @@ func deletedSecret() e2etypes.Feature {
 			chain, err := c.ServedCertificates(ctx, r.Namespace, r.ServiceName(), 443)
 			expect.NoError(t, err, "reading the served certificate")
 			if !chain[0].Equal(before.Leaf) {
-				expect.Errorf(t, "served certificate: expected the one loaded before the deletion (%s), saw %s", install.Describe(before.Leaf), install.Describe(chain[0]))
+				expect.Errorf(t, "served certificate: expected the one loaded before the deletion (%s), saw %s", pki.Describe(before.Leaf), pki.Describe(chain[0]))
 			}
 			expectDenied(ctx, t, c, ns, "invalid")
 			return ctx
@@ -162,12 +164,12 @@ func deletedSecret() e2etypes.Feature {
 			err := ignoreNotFound(c.Kube().CoreV1().Secrets(r.Namespace).Delete(ctx, r.SecretName(), metav1.DeleteOptions{}))
 			expect.NoError(t, err, "deleting Secret %s/%s", r.Namespace, r.SecretName())
 			expect.NoError(t, rolloutRestart(ctx, c, r), "restarting %s", r)
-			after, err := install.ReadSecretCertificates(ctx, c.Kube(), r)
+			after, err := release.ReadSecretCertificates(ctx, c.Kube(), r)
 			expect.NoError(t, err, "reading the regenerated Secret")
 			if after.CA.Equal(before.CA) || after.Leaf.Equal(before.Leaf) {
 				expect.Errorf(t, "Secret %s/%s: expected a new CA and certificate (old: %s), saw %s", r.Namespace, r.SecretName(), before, after)
 			}
-			expect.NoError(t, install.WaitCABundles(ctx, c.Kube(), c.CRDs(), r, after.Secret.Data["ca.crt"], propagationTimeout),
+			expect.NoError(t, release.WaitCABundles(ctx, c.Kube(), c.CRDs(), r, after.Secret.Data["ca.crt"], propagationTimeout),
 				"waiting for the new CA in every caBundle")
 			expectServed(ctx, t, c, r, after.Leaf)
 			expectEventuallyDenied(ctx, t, c, ns, "invalid", admissionTimeout)

@@ -16,8 +16,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -30,14 +31,14 @@ const userFinalizer = "gauntlet.dev/t12"
 
 // removeFinalizers is `kubectl patch --type=merge -p '{"metadata":{"finalizers":null}}'`.
 func removeFinalizers(ctx context.Context, c *suite.Cluster, ns, name string) error {
-	_, err := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Patch(ctx, name, types.MergePatchType,
+	_, err := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Patch(ctx, name, types.MergePatchType,
 		[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	return err
 }
 
 // getGraph reads ns/name; found is false once it is gone.
 func getGraph(ctx context.Context, c *suite.Cluster, ns, name string) (obj *unstructured.Unstructured, found bool, err error) {
-	obj, err = c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	obj, err = c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, false, nil
 	}
@@ -72,7 +73,7 @@ func waitGraph(ctx context.Context, t *testing.T, c *suite.Cluster, ns, name, wh
 // createHeldGraph creates a valid graph and waits until the operator has put its finalizer on it.
 func createHeldGraph(ctx context.Context, t *testing.T, c *suite.Cluster, ns, name string, finalizers ...string) {
 	t.Helper()
-	obj := install.GraphDeployment(ns, name)
+	obj := dynamo.GraphDeployment(ns, name)
 	obj.SetFinalizers(finalizers)
 	_, err := createGraph(ctx, c, obj)
 	expect.NoError(t, err, "creating %s", graphRef(obj))
@@ -83,7 +84,7 @@ func createHeldGraph(ctx context.Context, t *testing.T, c *suite.Cluster, ns, na
 
 // setFailurePolicy sets policy on every webhook of the release's two configurations, as
 // `kubectl patch validatingwebhookconfiguration … --type=json` does.
-func setFailurePolicy(ctx context.Context, c *suite.Cluster, r *install.Release, policy admissionregistrationv1.FailurePolicyType) error {
+func setFailurePolicy(ctx context.Context, c *suite.Cluster, r *chart.Release, policy admissionregistrationv1.FailurePolicyType) error {
 	api := c.Kube().AdmissionregistrationV1()
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		vwc, err := api.ValidatingWebhookConfigurations().Get(ctx, r.ValidatingName(), metav1.GetOptions{})
@@ -118,7 +119,7 @@ func setFailurePolicy(ctx context.Context, c *suite.Cluster, r *install.Release,
 
 // failurePolicies lists "<webhook>=<policy>" for every webhook of the release whose policy is
 // not want.
-func failurePoliciesOtherThan(ctx context.Context, c *suite.Cluster, r *install.Release, want admissionregistrationv1.FailurePolicyType) ([]string, error) {
+func failurePoliciesOtherThan(ctx context.Context, c *suite.Cluster, r *chart.Release, want admissionregistrationv1.FailurePolicyType) ([]string, error) {
 	api := c.Kube().AdmissionregistrationV1()
 	vwc, err := api.ValidatingWebhookConfigurations().Get(ctx, r.ValidatingName(), metav1.GetOptions{})
 	if err != nil {
@@ -161,7 +162,7 @@ func stuckTerminating() e2etypes.Feature {
 		Assess("finalizer removal is never blocked: a Terminating graph's finalizers come off through the webhooks", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			createHeldGraph(ctx, t, c, ns, released, userFinalizer)
-			err := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Delete(ctx, released, metav1.DeleteOptions{})
+			err := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Delete(ctx, released, metav1.DeleteOptions{})
 			expect.NoError(t, err, "deleting DynamoGraphDeployment %s/%s", ns, released)
 			// The operator removes its own finalizer: an update of a graph being deleted.
 			waitGraph(ctx, t, c, ns, released, "Terminating with only "+userFinalizer+" left (the operator removed its own)", func(obj *unstructured.Unstructured) bool {
@@ -184,7 +185,7 @@ func stuckTerminating() e2etypes.Feature {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			createHeldGraph(ctx, t, c, ns, stuck)
 			scaleDown(ctx, t, c, r, &want)
-			err := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Delete(ctx, stuck, metav1.DeleteOptions{})
+			err := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Delete(ctx, stuck, metav1.DeleteOptions{})
 			expect.NoError(t, err, "deleting DynamoGraphDeployment %s/%s", ns, stuck)
 			waitGraph(ctx, t, c, ns, stuck, "Terminating, held by "+operatorFinalizer, func(obj *unstructured.Unstructured) bool {
 				return obj != nil && obj.GetDeletionTimestamp() != nil && slices.Contains(obj.GetFinalizers(), operatorFinalizer)

@@ -35,8 +35,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -86,7 +87,7 @@ const graphName = "graph"
 
 // createGraph creates obj for real (not a dry run): what `kubectl create` shows a user.
 func createGraph(ctx context.Context, c *suite.Cluster, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return c.Dynamic().Resource(install.GraphDeployments).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{})
+	return c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{})
 }
 
 // graphRef names a graph in messages.
@@ -138,18 +139,18 @@ func expectCreateFailsWith(ctx context.Context, t *testing.T, c *suite.Cluster, 
 	expectEventuallyFailsWith(ctx, t, "a server-side dry-run create of "+graphRef(dryRunProbe(ns)), propagationTimeout, func(ctx context.Context) error {
 		return dryRunCreateProbe(ctx, c, ns)
 	}, parts...)
-	obj := install.GraphDeployment(ns, graphName)
+	obj := dynamo.GraphDeployment(ns, graphName)
 	_, err := createGraph(ctx, c, obj)
 	expectFailsWith(t, "creating "+graphRef(obj), err, parts...)
 }
 
 // dryRunProbe is the valid graph the symptom checks create with a server-side dry run.
-func dryRunProbe(ns string) *unstructured.Unstructured { return install.GraphDeployment(ns, "probe") }
+func dryRunProbe(ns string) *unstructured.Unstructured { return dynamo.GraphDeployment(ns, "probe") }
 
 // dryRunCreateProbe creates dryRunProbe(ns) with a server-side dry run: admission runs, nothing
 // is stored.
 func dryRunCreateProbe(ctx context.Context, c *suite.Cluster, ns string) error {
-	_, err := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx, dryRunProbe(ns), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	_, err := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx, dryRunProbe(ns), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	return err
 }
 
@@ -178,9 +179,9 @@ func containsInOrder(text string, parts []*regexp.Regexp) bool {
 // in namespace ns: admission works there.
 func expectDenied(ctx context.Context, t *testing.T, c *suite.Cluster, ns, name string) {
 	t.Helper()
-	obj := install.InvalidGraphDeployment(ns, name)
+	obj := dynamo.InvalidGraphDeployment(ns, name)
 	_, err := createGraph(ctx, c, obj)
-	want := install.DeniedBy(install.GraphDeploymentValidatingWebhook)
+	want := dynamo.DeniedBy(dynamo.GraphDeploymentValidatingWebhook)
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "spec.services") {
 		expect.Errorf(t, "creating %s without services: expected a denial containing %q and %q, saw %v", graphRef(obj), want, "spec.services", errOrAdmitted(err))
 	}
@@ -190,11 +191,11 @@ func expectDenied(ctx context.Context, t *testing.T, c *suite.Cluster, ns, name 
 // takes effect once informers and the operator caught up).
 func expectEventuallyDenied(ctx context.Context, t *testing.T, c *suite.Cluster, ns, name string, timeout time.Duration) {
 	t.Helper()
-	want := install.DeniedBy(install.GraphDeploymentValidatingWebhook)
+	want := dynamo.DeniedBy(dynamo.GraphDeploymentValidatingWebhook)
 	what := fmt.Sprintf("an invalid DynamoGraphDeployment %s/%s (no services) to be denied with %q", ns, name, want)
 	expect.Eventually(ctx, t, what, timeout, func(ctx context.Context) (bool, string, error) {
-		obj := install.InvalidGraphDeployment(ns, name)
-		_, err := c.Dynamic().Resource(install.GraphDeployments).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		obj := dynamo.InvalidGraphDeployment(ns, name)
+		_, err := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err == nil {
 			return false, "admitted", nil
 		}
@@ -207,16 +208,16 @@ func expectEventuallyDenied(ctx context.Context, t *testing.T, c *suite.Cluster,
 // when mutating is off too, which mutatingRan says).
 func expectAdmittedUnvalidated(ctx context.Context, t *testing.T, c *suite.Cluster, ns string, mutatingRan bool) {
 	t.Helper()
-	obj := install.InvalidGraphDeployment(ns, graphName)
+	obj := dynamo.InvalidGraphDeployment(ns, graphName)
 	got, err := createGraph(ctx, c, obj)
 	if err != nil {
 		expect.Fatalf(t, "creating %s without services: expected it accepted (validation is not running), saw %v", graphRef(obj), err)
 	}
-	c.AdmittedInvalid(install.GraphDeployments.Resource, ns, graphName)
-	_, stamped := got.GetAnnotations()[install.OriginVersionAnnotation]
+	c.AdmittedInvalid(dynamo.GraphDeployments.Resource, ns, graphName)
+	_, stamped := got.GetAnnotations()[dynamo.OriginVersionAnnotation]
 	if stamped != mutatingRan {
 		expect.Errorf(t, "%s: expected the mutating webhook's %s annotation present=%t, saw present=%t (annotations %v)",
-			graphRef(obj), install.OriginVersionAnnotation, mutatingRan, stamped, got.GetAnnotations())
+			graphRef(obj), dynamo.OriginVersionAnnotation, mutatingRan, stamped, got.GetAnnotations())
 	}
 }
 
@@ -251,7 +252,7 @@ func baseline(prefix string, ns *string) func(context.Context, *testing.T, *envc
 func restored(ns *string) func(context.Context, *testing.T, *envconf.Config) context.Context {
 	return func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 		c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
-		if err := install.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout); err != nil {
+		if err := release.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout); err != nil {
 			expect.Errorf(t, "after the scenario's restore: %v", err)
 			return ctx
 		}

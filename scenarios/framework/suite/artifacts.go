@@ -22,7 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 )
 
 // Artifacts of a failed scenario, written to <suite output>/artifacts/<scenario ID>/ so a red
@@ -79,7 +81,7 @@ func dumpPods(ctx context.Context, c *Cluster, dir string) error {
 	}
 	var b bytes.Buffer
 	for _, p := range pods.Items {
-		fmt.Fprintf(&b, "%s/%s\n", p.Namespace, install.PodState(&p))
+		fmt.Fprintf(&b, "%s/%s\n", p.Namespace, release.PodState(&p))
 	}
 	return os.WriteFile(filepath.Join(dir, "pods.txt"), b.Bytes(), 0o600)
 }
@@ -202,7 +204,7 @@ func describeBundle(w *bytes.Buffer, place string, bundle []byte) {
 		return
 	}
 	for _, cert := range certs {
-		fmt.Fprintf(w, "  %s\n", install.Describe(cert))
+		fmt.Fprintf(w, "  %s\n", pki.Describe(cert))
 	}
 }
 
@@ -219,7 +221,7 @@ func dumpCRDConversion(ctx context.Context, c *Cluster, dir string) error {
 	}
 	var docs [][]byte
 	for _, crd := range crds.Items {
-		if crd.Spec.Group != install.DynamoGroup {
+		if crd.Spec.Group != dynamo.DynamoGroup {
 			continue
 		}
 		v := view{Name: crd.Name, Annotations: crd.Annotations, Conversion: crd.Spec.Conversion}
@@ -274,7 +276,7 @@ func dumpSecrets(ctx context.Context, c *Cluster, dir string) error {
 				continue
 			}
 			for _, cert := range certs {
-				fmt.Fprintf(&b, "    %s\n", install.Describe(cert))
+				fmt.Fprintf(&b, "    %s\n", pki.Describe(cert))
 			}
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 )
 
 // Cluster is the cluster under test as every scenario sees it, whatever made it (Cluster API's
@@ -32,7 +32,7 @@ type Cluster struct {
 	kube       kubernetes.Interface
 	dynamic    dynamic.Interface
 	crds       apiextensionsclient.Interface
-	installer  *install.Installer
+	installer  *release.Installer
 
 	kubernetesVersion    string
 	operatorVersion      string
@@ -45,7 +45,7 @@ type Cluster struct {
 
 // newCluster connects to the cluster kubeconfig points at.
 func newCluster(name, provider, operatorVersion string, h *cluster.Handle, logf func(string, ...any)) (*Cluster, error) {
-	cfg, err := install.RESTConfig(h.Kubeconfig)
+	cfg, err := release.RESTConfig(h.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
@@ -63,7 +63,7 @@ func newCluster(name, provider, operatorVersion string, h *cluster.Handle, logf 
 	if c.crds, err = apiextensionsclient.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("building an apiextensions client for cluster %s: %w", name, err)
 	}
-	if c.installer, err = install.NewInstaller(h.Kubeconfig, install.WithLogf(logf), install.WithValues(h.OperatorValues)); err != nil {
+	if c.installer, err = release.NewInstaller(h.Kubeconfig, release.WithLogf(logf), release.WithValues(h.OperatorValues)); err != nil {
 		return nil, err
 	}
 	v, err := c.kube.Discovery().ServerVersion()
@@ -105,7 +105,7 @@ func (c *Cluster) AdmittedInvalid(resource, namespace, name string) {
 func (c *Cluster) CRDs() apiextensionsclient.Interface { return c.crds }
 
 // Installer installs charts/dynamo-operator on this cluster.
-func (c *Cluster) Installer() *install.Installer { return c.installer }
+func (c *Cluster) Installer() *release.Installer { return c.installer }
 
 // KubernetesVersion is the API server's version, e.g. v1.37.0.
 func (c *Cluster) KubernetesVersion() string { return c.kubernetesVersion }

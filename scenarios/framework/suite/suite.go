@@ -33,8 +33,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/report"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/target"
 )
@@ -44,10 +45,10 @@ const (
 	// LabelScenario holds the catalog ID (CATALOG.md), e.g. C1. Every feature needs one.
 	LabelScenario = "scenario"
 	// LabelCertMode restricts a feature to suites whose release uses one of these certificate
-	// modes (install.CertMode values); features without it run in every suite.
+	// modes (chart.CertMode values); features without it run in every suite.
 	LabelCertMode = "certmode"
 	// LabelSuite marks namespaces the suite created, so a kept cluster can be cleaned.
-	LabelSuite = install.SuiteNamespaceLabel
+	LabelSuite = release.SuiteNamespaceLabel
 )
 
 // Timeouts of the suite's own steps.
@@ -66,10 +67,10 @@ type Spec struct {
 	CertManager bool
 	// Release is installed before any scenario and handed to them through ReleaseFrom; nil
 	// installs nothing (scenarios then install what they need).
-	Release *install.Release
+	Release *chart.Release
 	// BeforeInstall runs after the cluster is up and before Release is installed, e.g. to
 	// create the Issuer a release's issuerRef names. It may change the release.
-	BeforeInstall func(ctx context.Context, c *Cluster, r *install.Release) error
+	BeforeInstall func(ctx context.Context, c *Cluster, r *chart.Release) error
 	// Features are the scenarios. Features labelled certmode=<mode> run only when Release is
 	// installed in one of those modes.
 	Features []types.Feature
@@ -87,7 +88,7 @@ type Suite struct {
 
 	cluster  *Cluster
 	reused   bool
-	release  *install.Release
+	release  *chart.Release
 	setupErr error
 	// creation is the cluster's creation while it runs (nil before and after): an interrupt
 	// stops it and waits for it to end (deleteClusterOnInterrupt).
@@ -224,7 +225,7 @@ func (s *Suite) suiteMode() string {
 	}
 	m := s.spec.Release.Mode
 	if m == "" {
-		m = install.Automatic
+		m = chart.Automatic
 	}
 	return string(m)
 }
@@ -310,7 +311,7 @@ func (s *Suite) setupRelease(ctx context.Context, _ *envconf.Config) (context.Co
 		if err := c.Installer().Install(ctx, &r); err != nil {
 			return err
 		}
-		return install.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), releaseReadyTimeout)
+		return release.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), releaseReadyTimeout)
 	})
 	if err != nil {
 		s.setupErr = err
@@ -319,7 +320,7 @@ func (s *Suite) setupRelease(ctx context.Context, _ *envconf.Config) (context.Co
 	// An operator that is Available but whose webhooks do not answer (say, a caBundle never
 	// injected) is exactly what the scenarios are there to explain, each in its own words; so
 	// this wait only warns.
-	if err := install.WaitAdmission(ctx, c.Dynamic(), &r, admissionWarnAfter); err != nil {
+	if err := release.WaitAdmission(ctx, c.Dynamic(), &r, admissionWarnAfter); err != nil {
 		s.progress.printf("⚠ the operator is Available but its webhooks do not answer; the scenarios will show why: %v", err)
 	} else {
 		s.progress.printf("✓ the webhooks of %s answer through the API server", &r)
@@ -595,9 +596,9 @@ func ClusterFrom(ctx context.Context, t testing.TB) *Cluster {
 }
 
 // ReleaseFrom returns the release the suite installed; it stops the test if there is none.
-func ReleaseFrom(ctx context.Context, t testing.TB) *install.Release {
+func ReleaseFrom(ctx context.Context, t testing.TB) *chart.Release {
 	t.Helper()
-	r, ok := ctx.Value(releaseKey{}).(*install.Release)
+	r, ok := ctx.Value(releaseKey{}).(*chart.Release)
 	if !ok {
 		t.Fatal("no release in the context: this scenario needs a suite that installs the operator (Spec.Release)")
 	}

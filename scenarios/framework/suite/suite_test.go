@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -67,12 +67,12 @@ func TestOperatorCoverageOnlyWhereTheProviderCollectsIt(t *testing.T) {
 
 func TestScenariosAreSelectedByCertMode(t *testing.T) {
 	all := []types.Feature{feature("C1", "automatic"), feature("C7", "cert-manager"), feature("A1"), feature("C9", "external", "olm")}
-	for mode, want := range map[install.CertMode]string{
-		install.Automatic:   "C1 A1",
-		install.CertManager: "C7 A1",
-		install.OLM:         "A1 C9",
+	for mode, want := range map[chart.CertMode]string{
+		chart.Automatic:   "C1 A1",
+		chart.CertManager: "C7 A1",
+		chart.OLM:         "A1 C9",
 	} {
-		s := &Suite{spec: Spec{Release: &install.Release{Mode: mode}, Features: all}}
+		s := &Suite{spec: Spec{Release: &chart.Release{Mode: mode}, Features: all}}
 		got := ids(s.selected())
 		assert.Equal(t, want, got, "suite in %s mode: expected scenarios %q, saw %q", mode, want, got)
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 // reviewTemplate is the AdmissionReview the API server sends for the bench's dry-run create of
-// a DynamoGraphDeployment (scenarios/framework/install.GraphDeployment, named bench-N): the object as the
+// a DynamoGraphDeployment (scenarios/framework/dynamo.GraphDeployment, named bench-N): the object as the
 // create handler has it before admission (uid, creationTimestamp, generation and managedFields
 // set), the requesting user, and the create's options. %s stands for the object's name, and
 // the request's uid and object's uid are made unique per call with it.

@@ -21,7 +21,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/certmanager"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 )
 
 // ProviderName is the name suites choose this provider by (--provider=existing).
@@ -76,11 +76,11 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 
 // connect makes the clients of the cluster kubeconfig names.
 func connect(kubeconfig string) (*backend, error) {
-	installer, err := install.NewInstaller(kubeconfig)
+	installer, err := release.NewInstaller(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	rc, err := install.RESTConfig(kubeconfig)
+	rc, err := release.RESTConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func splitImage(image string) (repo, tag string, ok bool) {
 
 // checkUntouched answers within 10 s and has no Dynamo operator: no release of the chart, no
 // Dynamo CRD.
-func checkUntouched(ctx context.Context, kube kubernetes.Interface, installer *install.Installer) error {
+func checkUntouched(ctx context.Context, kube kubernetes.Interface, installer *release.Installer) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
@@ -143,7 +143,7 @@ func checkUntouched(ctx context.Context, kube kubernetes.Interface, installer *i
 	for _, r := range rels {
 		found = append(found, fmt.Sprintf("Helm release %s/%s", r.Namespace, r.Name))
 	}
-	nss, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: install.SuiteNamespaceLabel})
+	nss, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: release.SuiteNamespaceLabel})
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func checkUntouched(ctx context.Context, kube kubernetes.Interface, installer *i
 type backend struct {
 	kube                 kubernetes.Interface
 	rest                 *rest.Config
-	installer            *install.Installer
+	installer            *release.Installer
 	probeIssuerNamespace string
 }
 
@@ -203,7 +203,7 @@ func (b *backend) Container(ctx context.Context, pod *corev1.Pod, container stri
 
 // Destroy removes everything the suite installed; the cluster stays.
 func (b *backend) Destroy(ctx context.Context) error {
-	if err := b.installer.RemoveAll(ctx, install.SuiteNamespaceLabel); err != nil {
+	if err := b.installer.RemoveAll(ctx, release.SuiteNamespaceLabel); err != nil {
 		return err
 	}
 	if b.probeIssuerNamespace != "" {

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/certmanager"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -118,7 +118,7 @@ func (p *Provider) reuse(ctx context.Context, req cluster.Request, operator stri
 // operator/Dockerfile, tagged as the chart's defaults name it (dynamo-operator:<appVersion>),
 // so that the suites install exactly what users get from the chart.
 func BuildOperatorImage(ctx context.Context, version string) (string, error) {
-	ch, err := install.LoadChart()
+	ch, err := chart.LoadChart()
 	if err != nil {
 		return "", err
 	}

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/local"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 	"github.com/stretchr/testify/require"
 )
@@ -128,7 +128,7 @@ type tlsMaterial struct {
 
 func newTLSMaterial(t *testing.T, dnsName string) *tlsMaterial {
 	t.Helper()
-	sc, err := install.NewServingCertificate(dnsName)
+	sc, err := pki.NewServingCertificate(dnsName)
 	require.NoError(t, err)
 	pool := x509.NewCertPool()
 	pool.AddCert(sc.CA)

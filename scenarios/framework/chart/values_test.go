@@ -1,4 +1,4 @@
-package install
+package chart_test
 
 import (
 	"strings"
@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/action"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 )
 
 func TestSchemaRejectsInvalidValues(t *testing.T) {
@@ -39,13 +41,13 @@ func TestSchemaRejectsInvalidValues(t *testing.T) {
 
 func TestReleaseNameTooLongFails(t *testing.T) {
 	name := strings.Repeat("r", 48)
-	_, err := RenderChart(testChart(t), name, testNamespace, nil)
+	_, err := chart.RenderChart(testChart(t), name, testNamespace, nil)
 	assert.ErrorContains(t, err, "must be at most 63 characters")
 }
 
 // helm lint --strict, in every certificate mode and topology.
 func TestHelmLintStrict(t *testing.T) {
-	dir, err := ChartDir()
+	dir, err := chart.ChartDir()
 	require.NoError(t, err)
 	for name, valuesYAML := range map[string]string{
 		"automatic":    "",

@@ -1,4 +1,4 @@
-package install
+package chart_test
 
 import (
 	"slices"

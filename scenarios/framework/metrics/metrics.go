@@ -1,4 +1,7 @@
-package install
+// Package metrics reads a release's operator /metrics the way a user's Prometheus does (HTTPS
+// to the pod, with the token of a ServiceAccount allowed to get /metrics) and parses the
+// Prometheus exposition into samples to sum and compare.
+package metrics
 
 import (
 	"bytes"
@@ -22,6 +25,9 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 )
 
 // MetricsScraper is the ServiceAccount, in the release namespace, that the harness scrapes an
@@ -38,7 +44,7 @@ const metricsTokenTTL = time.Hour
 // uninstalling the release removes them.
 type MetricsReader struct {
 	kube kubernetes.Interface
-	rel  *Release
+	rel  *chart.Release
 
 	mu      sync.Mutex
 	token   string
@@ -46,7 +52,7 @@ type MetricsReader struct {
 }
 
 // NewMetricsReader returns a reader of r's metrics; nothing is created before the first Token.
-func NewMetricsReader(kube kubernetes.Interface, r *Release) *MetricsReader {
+func NewMetricsReader(kube kubernetes.Interface, r *chart.Release) *MetricsReader {
 	return &MetricsReader{kube: kube, rel: r}
 }
 
@@ -59,7 +65,7 @@ func (m *MetricsReader) Token(ctx context.Context) (string, error) {
 	if m.token != "" && time.Now().Before(m.renewAt) {
 		return m.token, nil
 	}
-	d := m.rel.withDefaults()
+	d := m.rel.WithDefaults()
 	reader := m.rel.MetricsReaderName()
 	role, err := m.kube.RbacV1().ClusterRoles().Get(ctx, reader, metav1.GetOptions{})
 	if err != nil {
@@ -146,7 +152,7 @@ func (b *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // MetricsPort is the number of the pod's container port named "metrics" (the chart's 8443).
 func MetricsPort(p *corev1.Pod) (int32, error) {
-	port, found := ContainerPort(p, "metrics")
+	port, found := release.ContainerPort(p, "metrics")
 	if !found {
 		return 0, fmt.Errorf("pod %s/%s has no container port named metrics", p.Namespace, p.Name)
 	}
@@ -193,14 +199,14 @@ type PodScrape struct {
 // is not being deleted (ScrapePod, over connections dial opens to the pod). The error is for the
 // pods that could not be listed or have no metrics port; a failed scrape is its pod's Err.
 func (m *MetricsReader) ScrapeReadyOperators(ctx context.Context, dial func(ctx context.Context, p *corev1.Pod, port int32) (net.Conn, error)) ([]PodScrape, error) {
-	pods, err := OperatorPods(ctx, m.kube, m.rel)
+	pods, err := release.OperatorPods(ctx, m.kube, m.rel)
 	if err != nil {
 		return nil, err
 	}
 	var out []PodScrape
 	for i := range pods {
 		p := &pods[i]
-		if p.DeletionTimestamp != nil || !PodReady(p) {
+		if p.DeletionTimestamp != nil || !release.PodReady(p) {
 			continue
 		}
 		port, err := MetricsPort(p)

@@ -1,4 +1,9 @@
-package install
+// Package release installs, upgrades and uninstalls releases of charts/dynamo-operator on a
+// cluster with the Helm SDK, and waits for them the way a user checks them: the operator
+// Deployment rolled out, the webhooks answering through the API server, the caBundles holding
+// the CA, the namespace Lease held. It also installs the documented multi-operator Topology and
+// reads back what a release keeps on the cluster (its certificate Secret, its caBundles).
+package release
 
 import (
 	"context"
@@ -9,19 +14,25 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
+	helmchart "helm.sh/helm/v3/pkg/chart"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
 )
 
@@ -37,7 +48,7 @@ type Installer struct {
 	kube       kubernetes.Interface
 	dynamic    dynamic.Interface
 	crds       apiextensionsclient.Interface
-	chart      *chart.Chart
+	chart      *helmchart.Chart
 	values     map[string]any
 	logf       func(format string, args ...any)
 }
@@ -51,7 +62,7 @@ func WithLogf(logf func(format string, args ...any)) InstallerOption {
 }
 
 // WithChart installs ch instead of the workspace's charts/dynamo-operator.
-func WithChart(ch *chart.Chart) InstallerOption {
+func WithChart(ch *helmchart.Chart) InstallerOption {
 	return func(i *Installer) { i.chart = ch }
 }
 
@@ -83,7 +94,7 @@ func NewInstaller(kubeconfig string, opts ...InstallerOption) (*Installer, error
 		return nil, fmt.Errorf("building an apiextensions client from %s: %w", kubeconfig, err)
 	}
 	if i.chart == nil {
-		if i.chart, err = LoadChart(); err != nil {
+		if i.chart, err = chart.LoadChart(); err != nil {
 			return nil, err
 		}
 	}
@@ -117,7 +128,7 @@ func (i *Installer) helm(namespace string) (*action.Configuration, error) {
 // Install runs `helm install` of r (defaults filled in and written back to r). In External and
 // OLM mode it first creates the namespace and the certificate Secret, generating the
 // certificate when r.Serving is nil. It does not wait for the operator; see WaitReady.
-func (i *Installer) Install(ctx context.Context, r *Release) error {
+func (i *Installer) Install(ctx context.Context, r *chart.Release) error {
 	took, err := i.runHelm(ctx, r, "install", func(cfg *action.Configuration, vals map[string]any) error {
 		client := action.NewInstall(cfg)
 		client.ReleaseName = r.Name
@@ -138,7 +149,7 @@ func (i *Installer) Install(ctx context.Context, r *Release) error {
 // filled in and written back to r): values of the previous revision are reset, not reused, so an
 // upgrade back to a Release with no overrides really restores the chart's defaults. Like Install
 // it does not wait; see WaitReady.
-func (i *Installer) Upgrade(ctx context.Context, r *Release) error {
+func (i *Installer) Upgrade(ctx context.Context, r *chart.Release) error {
 	took, err := i.runHelm(ctx, r, "upgrade", func(cfg *action.Configuration, vals map[string]any) error {
 		client := action.NewUpgrade(cfg)
 		client.Namespace = r.Namespace
@@ -157,8 +168,8 @@ func (i *Installer) Upgrade(ctx context.Context, r *Release) error {
 // runHelm does what Install and Upgrade share: it fills in r's defaults, prepares its
 // certificates, computes its chart values (the Installer's under r's own) and runs the Helm
 // action (helm <verb>) with them in r's namespace, returning how long the action took.
-func (i *Installer) runHelm(ctx context.Context, r *Release, verb string, run func(cfg *action.Configuration, vals map[string]any) error) (time.Duration, error) {
-	*r = r.withDefaults()
+func (i *Installer) runHelm(ctx context.Context, r *chart.Release, verb string, run func(cfg *action.Configuration, vals map[string]any) error) (time.Duration, error) {
+	*r = r.WithDefaults()
 	if err := i.prepareCertificates(ctx, r); err != nil {
 		return 0, err
 	}
@@ -171,7 +182,7 @@ func (i *Installer) runHelm(ctx context.Context, r *Release, verb string, run fu
 		return 0, err
 	}
 	start := time.Now()
-	if err := run(cfg, MergeValues(i.values, vals)); err != nil {
+	if err := run(cfg, chart.MergeValues(i.values, vals)); err != nil {
 		return 0, fmt.Errorf("helm %s of %s: %w", verb, r, err)
 	}
 	return time.Since(start), nil
@@ -190,8 +201,8 @@ type UninstallOptions struct {
 
 // Uninstall runs `helm uninstall` of r, waits until the operator's pods are gone, and removes
 // what opts asks for. A release that is not installed is not an error.
-func (i *Installer) Uninstall(ctx context.Context, r *Release, opts UninstallOptions) error {
-	d := r.withDefaults()
+func (i *Installer) Uninstall(ctx context.Context, r *chart.Release, opts UninstallOptions) error {
+	d := r.WithDefaults()
 	cfg, err := i.helm(d.Namespace)
 	if err != nil {
 		return err
@@ -256,12 +267,12 @@ func statusOf(rel *helmrelease.Release) string {
 
 // prepareCertificates creates what External and OLM mode expect the user to have made before
 // `helm install`: the namespace and the Secret with the serving certificate.
-func (i *Installer) prepareCertificates(ctx context.Context, r *Release) error {
-	if r.Mode != External && r.Mode != OLM {
+func (i *Installer) prepareCertificates(ctx context.Context, r *chart.Release) error {
+	if r.Mode != chart.External && r.Mode != chart.OLM {
 		return nil
 	}
 	if r.Serving == nil {
-		sc, err := NewServingCertificate(r.ServiceHost())
+		sc, err := pki.NewServingCertificate(r.ServiceHost())
 		if err != nil {
 			return fmt.Errorf("%s: %w", r, err)
 		}
@@ -270,29 +281,8 @@ func (i *Installer) prepareCertificates(ctx context.Context, r *Release) error {
 	if err := EnsureNamespace(ctx, i.kube, r.Namespace); err != nil {
 		return err
 	}
-	secret := ServingSecret(r.Namespace, r.SecretName(), r.Serving, r.Mode == OLM)
+	secret := pki.ServingSecret(r.Namespace, r.SecretName(), r.Serving, r.Mode == chart.OLM)
 	return ApplySecret(ctx, i.kube, secret)
-}
-
-// ServingSecret is the Secret a user creates for external mode: type kubernetes.io/tls with
-// tls.crt, tls.key and ca.crt. With olmFileNames it is an Opaque Secret holding the pair as
-// tls.cert and tls.key, the file names OLM mounts a serving certificate under, so the operator
-// sees exactly OLM's files in its certificate directory.
-func ServingSecret(namespace, name string, sc *ServingCertificate, olmFileNames bool) *corev1.Secret {
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{"app.kubernetes.io/managed-by": "gauntlet"}},
-		Type:       corev1.SecretTypeTLS,
-		Data: map[string][]byte{
-			corev1.TLSCertKey:       sc.CertPEM,
-			corev1.TLSPrivateKeyKey: sc.KeyPEM,
-			"ca.crt":                sc.CAPEM,
-		},
-	}
-	if olmFileNames {
-		s.Type = corev1.SecretTypeOpaque
-		s.Data = map[string][]byte{"tls.cert": sc.CertPEM, "tls.key": sc.KeyPEM, "ca.crt": sc.CAPEM}
-	}
-	return s
 }
 
 // ApplySecret creates s, or replaces the data of an existing Secret of the same name.
@@ -334,9 +324,6 @@ func EnsureNamespace(ctx context.Context, kube kubernetes.Interface, ns string) 
 	return nil
 }
 
-// DynamoGroup is the API group of the Dynamo CRDs.
-const DynamoGroup = "nvidia.com"
-
 // DeleteDynamoCRDs removes the finalizers of every Dynamo object, deletes the Dynamo CRDs and
 // waits until they are gone.
 func DeleteDynamoCRDs(ctx context.Context, crds apiextensionsclient.Interface, dyn dynamic.Interface, timeout time.Duration) error {
@@ -346,7 +333,7 @@ func DeleteDynamoCRDs(ctx context.Context, crds apiextensionsclient.Interface, d
 	}
 	var names []string
 	for _, crd := range list.Items {
-		if crd.Spec.Group != DynamoGroup {
+		if crd.Spec.Group != dynamo.DynamoGroup {
 			continue
 		}
 		names = append(names, crd.Name)
@@ -369,6 +356,41 @@ func DeleteDynamoCRDs(ctx context.Context, crds apiextensionsclient.Interface, d
 		}
 		return len(left) == 0, "still present: " + strings.Join(left, ", "), nil
 	})
+}
+
+// removeFinalizers clears the finalizers of every object of a resource in every namespace.
+func removeFinalizers(ctx context.Context, dyn dynamic.Interface, group, plural, version string) error {
+	gvr := schema.GroupVersionResource{Group: group, Version: version, Resource: plural}
+	list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
+	}
+	for _, obj := range list.Items {
+		if len(obj.GetFinalizers()) == 0 {
+			continue
+		}
+		_, err := dyn.Resource(gvr).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType,
+			[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing finalizers of %s %s/%s: %w", gvr.GroupResource(), obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func storageVersion(versions []apiextensionsv1.CustomResourceDefinitionVersion) string {
+	for _, v := range versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	if len(versions) > 0 {
+		return versions[0].Name
+	}
+	return ""
 }
 
 // DeleteNamespace deletes namespace ns and waits until it is gone.
@@ -417,7 +439,7 @@ func (i *Installer) RemoveAll(ctx context.Context, namespaceSelector string) err
 		return err
 	}
 	for _, rel := range rels {
-		r := &Release{Name: rel.Name, Namespace: rel.Namespace}
+		r := &chart.Release{Name: rel.Name, Namespace: rel.Namespace}
 		if err := i.Uninstall(ctx, r, UninstallOptions{Namespace: true}); err != nil {
 			return err
 		}

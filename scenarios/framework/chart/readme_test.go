@@ -1,4 +1,4 @@
-package install
+package chart_test
 
 import (
 	"fmt"
@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -69,8 +71,8 @@ func flatten(prefix string, v map[string]any, into map[string]string) {
 func TestTopologyInstallsWhatTheREADMESays(t *testing.T) {
 	installs := readmeTopologyInstalls(t)
 	require.Len(t, installs, 2, "README's multi-operator block: a cluster-wide and a restricted `helm install`")
-	topo := NewTopology(testTimings)
-	for i, r := range []*Release{topo.ClusterWide, topo.Restricted} {
+	topo := release.NewTopology(testTimings)
+	for i, r := range []*chart.Release{topo.ClusterWide, topo.Restricted} {
 		readme := installs[i]
 		got := map[string]string{}
 		flatten("", r.Values, got)

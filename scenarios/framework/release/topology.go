@@ -1,4 +1,4 @@
-package install
+package release
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
 )
 
@@ -36,73 +37,13 @@ const (
 	RestrictedDGDRImage  = "registry.example.com/team-a/dynamo-frontend:restricted"
 )
 
-// LeaseTimings are the namespace lock Lease settings (chart values namespaceRestriction.lease.*):
-// the restricted operator writes Duration into the Lease and renews it every RenewInterval; the
-// cluster-wide operator keeps skipping the namespace until renewTime + Duration + GracePeriod.
-type LeaseTimings struct {
-	Duration      time.Duration
-	RenewInterval time.Duration
-	GracePeriod   time.Duration
-}
-
-// DefaultLeaseTimings are the chart's documented defaults: 25 s, renewed every 10 s, 5 s grace.
-func DefaultLeaseTimings() LeaseTimings {
-	return LeaseTimings{Duration: 25 * time.Second, RenewInterval: 10 * time.Second, GracePeriod: 5 * time.Second}
-}
-
-// FailoverWindow is the documented longest time a cluster-wide operator keeps skipping a
-// namespace whose restricted operator died without deleting its Lease, counted from the last
-// renewal: Duration + GracePeriod.
-func (l LeaseTimings) FailoverWindow() time.Duration { return l.Duration + l.GracePeriod }
-
-func (l LeaseTimings) String() string {
-	return fmt.Sprintf("lease %s, renewed every %s, grace %s", l.Duration, l.RenewInterval, l.GracePeriod)
-}
-
-// Values are the chart values that set l.
-func (l LeaseTimings) Values() map[string]any {
-	return map[string]any{"namespaceRestriction": map[string]any{"lease": map[string]any{
-		"duration":      l.Duration.String(),
-		"renewInterval": l.RenewInterval.String(),
-		"gracePeriod":   l.GracePeriod.String(),
-	}}}
-}
-
-// LeaseTimingsOf reads the lease timings r is installed with; unset ones are the chart's
-// defaults.
-func LeaseTimingsOf(r *Release) (LeaseTimings, error) {
-	t := DefaultLeaseTimings()
-	for _, f := range []struct {
-		key string
-		dst *time.Duration
-	}{{"duration", &t.Duration}, {"renewInterval", &t.RenewInterval}, {"gracePeriod", &t.GracePeriod}} {
-		s, ok := lookupString(r.Values, "namespaceRestriction", "lease", f.key)
-		if !ok || s == "" {
-			continue
-		}
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return LeaseTimings{}, fmt.Errorf("%s: namespaceRestriction.lease.%s=%q: %w", r, f.key, s, err)
-		}
-		*f.dst = d
-	}
-	return t, nil
-}
-
-// WithLeaseTimings returns a copy of r installed with lease timings l (r's values are not
-// changed: releases handed to a suite share their maps).
-func (r Release) WithLeaseTimings(l LeaseTimings) Release {
-	r.Values = MergeValues(r.Values, l.Values())
-	return r
-}
-
 // Topology is the multi-operator topology: two releases of charts/dynamo-operator with the same
 // lease timings — ClusterWide (namespaceRestriction.enabled=false, installs the CRDs) and
 // Restricted (namespaceRestriction.enabled=true in its own namespace, crds.install=false) — and
 // the tenant namespaces besides the restricted one.
 type Topology struct {
-	ClusterWide *Release
-	Restricted  *Release
+	ClusterWide *chart.Release
+	Restricted  *chart.Release
 	// Tenants are namespaces with no operator of their own; the cluster-wide operator serves them.
 	Tenants []string
 	// NamespaceLabels label the tenant namespaces the topology creates, e.g. so a test suite
@@ -121,13 +62,13 @@ type Topology struct {
 // Ignore, which the documented failover needs, is the chart's default for a restricted release.
 // The lease timings are the suite's (short, for speed) and each operator gets a DGDR default
 // image of its own, so a scenario can tell which operator mutated an object.
-func NewTopology(l LeaseTimings) *Topology {
-	clusterWide := Release{
-		Name: DefaultReleaseName, Namespace: PlatformNamespace, Mode: Automatic,
+func NewTopology(l chart.LeaseTimings) *Topology {
+	clusterWide := chart.Release{
+		Name: chart.DefaultReleaseName, Namespace: PlatformNamespace, Mode: chart.Automatic,
 		Values: map[string]any{"dgdr": map[string]any{"defaultImage": ClusterWideDGDRImage}},
 	}.WithLeaseTimings(l)
-	restricted := Release{
-		Name: DefaultReleaseName, Namespace: TeamANamespace, Mode: Automatic,
+	restricted := chart.Release{
+		Name: chart.DefaultReleaseName, Namespace: TeamANamespace, Mode: chart.Automatic,
 		Values: map[string]any{
 			"namespaceRestriction": map[string]any{"enabled": true},
 			"crds":                 map[string]any{"install": false},
@@ -138,7 +79,9 @@ func NewTopology(l LeaseTimings) *Topology {
 }
 
 // LeaseTimings are the timings the restricted release is installed with.
-func (t *Topology) LeaseTimings() (LeaseTimings, error) { return LeaseTimingsOf(t.Restricted) }
+func (t *Topology) LeaseTimings() (chart.LeaseTimings, error) {
+	return chart.LeaseTimingsOf(t.Restricted)
+}
 
 // InstallClusterWide installs the cluster-wide release (and with it the CRDs), waits until its
 // webhooks answer, and creates the tenant namespaces. It is the first half of Install, for
@@ -178,14 +121,14 @@ func (t *Topology) Install(ctx context.Context, i *Installer, timeout time.Durat
 // UpgradeLeaseTimings runs `helm upgrade` of both releases with lease timings l, waits for
 // both rollouts and for the restricted operator's new pod to hold the Lease. The Topology's
 // releases are replaced by the upgraded ones.
-func (t *Topology) UpgradeLeaseTimings(ctx context.Context, i *Installer, l LeaseTimings, timeout time.Duration) error {
+func (t *Topology) UpgradeLeaseTimings(ctx context.Context, i *Installer, l chart.LeaseTimings, timeout time.Duration) error {
 	clusterWide, restricted := t.ClusterWide.WithLeaseTimings(l), t.Restricted.WithLeaseTimings(l)
-	for _, r := range []*Release{&clusterWide, &restricted} {
+	for _, r := range []*chart.Release{&clusterWide, &restricted} {
 		if err := i.Upgrade(ctx, r); err != nil {
 			return err
 		}
 	}
-	for _, r := range []*Release{&clusterWide, &restricted} {
+	for _, r := range []*chart.Release{&clusterWide, &restricted} {
 		if err := i.WaitReady(ctx, r, timeout); err != nil {
 			return err
 		}
@@ -200,7 +143,7 @@ func (t *Topology) UpgradeLeaseTimings(ctx context.Context, i *Installer, l Leas
 
 // WaitLeaseHeld waits until the namespace lock Lease of restricted release r is held by one of
 // its running (not terminating) pods and was renewed within its duration, and returns it.
-func WaitLeaseHeld(ctx context.Context, kube kubernetes.Interface, r *Release, timeout time.Duration) (string, error) {
+func WaitLeaseHeld(ctx context.Context, kube kubernetes.Interface, r *chart.Release, timeout time.Duration) (string, error) {
 	ns := r.RestrictedNamespace()
 	if ns == "" {
 		return "", fmt.Errorf("%s is not namespace-restricted: it holds no Lease", r)

@@ -1,4 +1,4 @@
-package install_test
+package release_test
 
 import (
 	"context"
@@ -21,8 +21,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/local"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -94,11 +97,11 @@ func localCluster(t *testing.T) string {
 }
 
 func TestHelmInstallOnLocalClusterAutomaticMode(t *testing.T) {
-	proveRelease(t, &install.Release{Mode: install.Automatic, Namespace: "dynamo-automatic"}, nil)
+	proveRelease(t, &chart.Release{Mode: chart.Automatic, Namespace: "dynamo-automatic"}, nil)
 }
 
 func TestHelmInstallOnLocalClusterCertManagerMode(t *testing.T) {
-	proveRelease(t, &install.Release{Mode: install.CertManager, Namespace: "dynamo-certmanager"}, nil)
+	proveRelease(t, &chart.Release{Mode: chart.CertManager, Namespace: "dynamo-certmanager"}, nil)
 }
 
 // TestHelmInstallOnLocalClusterEveryCertificateSource covers the other ways install provides
@@ -107,12 +110,12 @@ func TestHelmInstallOnLocalClusterCertManagerMode(t *testing.T) {
 func TestHelmInstallOnLocalClusterEveryCertificateSource(t *testing.T) {
 	for _, kind := range []string{"Issuer", "ClusterIssuer"} {
 		t.Run("cert-manager with "+kind, func(t *testing.T) {
-			ref := install.IssuerRef{Kind: kind, Name: "team-" + strings.ToLower(kind)}
-			r := &install.Release{Mode: install.CertManager, IssuerRef: ref, Namespace: "dynamo-" + strings.ToLower(kind)}
-			proveRelease(t, r, func(ctx context.Context, t *testing.T, kubeconfig string, r *install.Release) []byte {
-				cfg, err := install.RESTConfig(kubeconfig)
+			ref := chart.IssuerRef{Kind: kind, Name: "team-" + strings.ToLower(kind)}
+			r := &chart.Release{Mode: chart.CertManager, IssuerRef: ref, Namespace: "dynamo-" + strings.ToLower(kind)}
+			proveRelease(t, r, func(ctx context.Context, t *testing.T, kubeconfig string, r *chart.Release) []byte {
+				cfg, err := release.RESTConfig(kubeconfig)
 				require.NoError(t, err)
-				issuer, err := install.CreateCAIssuer(ctx, cfg, ref, r.Namespace, "cert-manager", time.Minute)
+				issuer, err := release.CreateCAIssuer(ctx, cfg, ref, r.Namespace, "cert-manager", time.Minute)
 				require.NoError(t, err)
 				if kind == "ClusterIssuer" {
 					t.Cleanup(func() { deleteClusterIssuers(t, cfg, ref.Name, ref.Name+"-selfsigned") })
@@ -121,37 +124,37 @@ func TestHelmInstallOnLocalClusterEveryCertificateSource(t *testing.T) {
 			})
 		})
 	}
-	for _, mode := range []install.CertMode{install.External, install.OLM} {
+	for _, mode := range []chart.CertMode{chart.External, chart.OLM} {
 		t.Run(string(mode), func(t *testing.T) {
-			proveRelease(t, &install.Release{Mode: mode, Namespace: "dynamo-" + string(mode)}, func(context.Context, *testing.T, string, *install.Release) []byte { return nil })
+			proveRelease(t, &chart.Release{Mode: mode, Namespace: "dynamo-" + string(mode)}, func(context.Context, *testing.T, string, *chart.Release) []byte { return nil })
 		})
 	}
 }
 
 // prepare runs before Install and returns the CA the release's webhooks must be trusted with
 // (nil: the CA of r.Serving, set by Install, or else of the Secret).
-type prepare func(ctx context.Context, t *testing.T, kubeconfig string, r *install.Release) []byte
+type prepare func(ctx context.Context, t *testing.T, kubeconfig string, r *chart.Release) []byte
 
 // proveRelease installs r, checks admission and the served certificate through the Service,
 // and uninstalls r and the CRDs, so the next test starts from a clean cluster. Every test uses
 // its own namespaces, so none waits for another's namespaces to finish terminating.
-func proveRelease(t *testing.T, r *install.Release, before prepare) {
+func proveRelease(t *testing.T, r *chart.Release, before prepare) {
 	kubeconfig := localCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	inst, err := install.NewInstaller(kubeconfig, install.WithLogf(t.Logf))
+	inst, err := release.NewInstaller(kubeconfig, release.WithLogf(t.Logf))
 	require.NoError(t, err)
 	kube, dyn := clients(t, kubeconfig)
 
 	var wantCA []byte
 	if before != nil {
-		require.NoError(t, install.EnsureNamespace(ctx, kube, r.Namespace))
+		require.NoError(t, release.EnsureNamespace(ctx, kube, r.Namespace))
 		wantCA = before(ctx, t, kubeconfig, r)
 	}
 	require.NoError(t, inst.Install(ctx, r))
 	ns := "e2e-" + strings.TrimPrefix(r.Namespace, "dynamo-")
 	t.Cleanup(func() {
-		require.NoError(t, inst.Uninstall(context.Background(), r, install.UninstallOptions{CRDs: true}), "uninstalling %s", r)
+		require.NoError(t, inst.Uninstall(context.Background(), r, release.UninstallOptions{CRDs: true}), "uninstalling %s", r)
 		for _, n := range []string{ns, r.Namespace} {
 			err := kube.CoreV1().Namespaces().Delete(context.Background(), n, metav1.DeleteOptions{})
 			assert.False(t, err != nil && !apierrors.IsNotFound(err), "deleting namespace %s: %v", n, err)
@@ -162,7 +165,7 @@ func proveRelease(t *testing.T, r *install.Release, before prepare) {
 		wantCA = r.Serving.CAPEM
 	}
 
-	require.NoError(t, install.EnsureNamespace(ctx, kube, ns))
+	require.NoError(t, release.EnsureNamespace(ctx, kube, ns))
 
 	t.Run("the webhooks point at the release's Service", func(t *testing.T) {
 		vwc, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, r.ValidatingName(), metav1.GetOptions{})
@@ -177,18 +180,18 @@ func proveRelease(t *testing.T, r *install.Release, before prepare) {
 	})
 
 	t.Run("an invalid DynamoGraphDeployment is denied with the operator's message", func(t *testing.T) {
-		_, err := dyn.Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.InvalidGraphDeployment(ns, "no-services"), metav1.CreateOptions{})
-		want := install.DeniedBy(install.GraphDeploymentValidatingWebhook) +
+		_, err := dyn.Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx, dynamo.InvalidGraphDeployment(ns, "no-services"), metav1.CreateOptions{})
+		want := dynamo.DeniedBy(dynamo.GraphDeploymentValidatingWebhook) +
 			": DynamoGraphDeployment " + ns + "/no-services is invalid: spec.services: Required value: at least one service is required"
 		require.Error(t, err, "creating DynamoGraphDeployment %s/no-services:\nexpected error %q\nsaw            %v", ns, want, err)
 		require.Equal(t, want, err.Error(), "creating DynamoGraphDeployment %s/no-services:\nexpected error %q\nsaw            %v", ns, want, err)
 	})
 
 	t.Run("a valid DynamoGraphDeployment is admitted and stamped with the operator version", func(t *testing.T) {
-		got, err := dyn.Resource(install.GraphDeployments).Namespace(ns).Create(ctx, install.GraphDeployment(ns, "graph"), metav1.CreateOptions{})
+		got, err := dyn.Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx, dynamo.GraphDeployment(ns, "graph"), metav1.CreateOptions{})
 		require.NoError(t, err, "creating DynamoGraphDeployment %s/graph: expected it admitted, saw %v", ns, err)
-		v := got.GetAnnotations()[install.OriginVersionAnnotation]
-		assert.Equal(t, stampedVersion, v, "DynamoGraphDeployment %s/graph: expected annotation %s=%q, saw %q", ns, install.OriginVersionAnnotation, stampedVersion, v)
+		v := got.GetAnnotations()[dynamo.OriginVersionAnnotation]
+		assert.Equal(t, stampedVersion, v, "DynamoGraphDeployment %s/graph: expected annotation %s=%q, saw %q", ns, dynamo.OriginVersionAnnotation, stampedVersion, v)
 	})
 
 	t.Run("the Service serves a certificate for <svc>.<ns>.svc signed by the expected CA", func(t *testing.T) {
@@ -205,20 +208,20 @@ func proveRelease(t *testing.T, r *install.Release, before prepare) {
 		// On a local cluster the Service's ClusterIP:port is dialable from this host, exactly
 		// where the API server connects; verifying like it does proves the whole TLS path.
 		conn, err := tls.Dial("tcp", net.JoinHostPort(svc.Spec.ClusterIP, "443"), &tls.Config{ServerName: r.ServiceHost(), RootCAs: roots, MinVersion: tls.VersionTLS12})
-		require.NoError(t, err, "TLS to Service %s/%s (%s) verified against CA %s", r.Namespace, r.ServiceName(), r.ServiceHost(), install.DescribePEM(wantCA))
+		require.NoError(t, err, "TLS to Service %s/%s (%s) verified against CA %s", r.Namespace, r.ServiceName(), r.ServiceHost(), pki.DescribePEM(wantCA))
 		leaf := conn.ConnectionState().PeerCertificates[0]
 		_ = conn.Close() // only the handshake's certificate mattered
 		if r.Serving != nil {
-			assert.True(t, leaf.Equal(r.Serving.Leaf), "Service %s/%s: expected the user's certificate %s, saw %s", r.Namespace, r.ServiceName(), install.Describe(r.Serving.Leaf), install.Describe(leaf))
+			assert.True(t, leaf.Equal(r.Serving.Leaf), "Service %s/%s: expected the user's certificate %s, saw %s", r.Namespace, r.ServiceName(), pki.Describe(r.Serving.Leaf), pki.Describe(leaf))
 		}
 	})
 
 	t.Run("helm upgrade keeps the webhooks answering", func(t *testing.T) {
 		require.NoError(t, inst.Upgrade(ctx, r))
-		require.NoError(t, install.WaitAdmission(ctx, dyn, r, 30*time.Second))
+		require.NoError(t, release.WaitAdmission(ctx, dyn, r, 30*time.Second))
 	})
 
-	if r.Mode == install.External || r.Mode == install.OLM {
+	if r.Mode == chart.External || r.Mode == chart.OLM {
 		t.Run("the operator never wrote the user's Secret", func(t *testing.T) {
 			s, err := kube.CoreV1().Secrets(r.Namespace).Get(ctx, r.SecretName(), metav1.GetOptions{})
 			require.NoError(t, err)
@@ -240,7 +243,7 @@ func deleteClusterIssuers(t *testing.T, cfg *rest.Config, names ...string) {
 
 func clients(t *testing.T, kubeconfig string) (kubernetes.Interface, dynamic.Interface) {
 	t.Helper()
-	cfg, err := install.RESTConfig(kubeconfig)
+	cfg, err := release.RESTConfig(kubeconfig)
 	require.NoError(t, err)
 	return kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg)
 }

@@ -1,4 +1,4 @@
-package install
+package chart_test
 
 import (
 	"os"
@@ -12,10 +12,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 )
 
 func TestCRDs(t *testing.T) {
-	dir, err := ChartDir()
+	dir, err := chart.ChartDir()
 	require.NoError(t, err)
 	files, err := filepath.Glob(filepath.Join(dir, "files", "crds", "*.yaml"))
 	require.NoError(t, err)
@@ -24,7 +26,7 @@ func TestCRDs(t *testing.T) {
 	for _, file := range files {
 		raw, err := os.ReadFile(file) //nolint:gosec // G304: a generated CRD of the chart in this repository
 		require.NoError(t, err)
-		objs, err := DecodeManifest(string(raw))
+		objs, err := chart.DecodeManifest(string(raw))
 		require.NoError(t, err, "decoding %s", file)
 		for _, obj := range objs {
 			want = append(want, obj.GetName())
@@ -61,7 +63,7 @@ func TestCRDs(t *testing.T) {
 		for _, file := range files {
 			raw, err := os.ReadFile(file) //nolint:gosec // G304: a generated CRD of the chart in this repository
 			require.NoError(t, err)
-			objs, err := DecodeManifest(string(raw))
+			objs, err := chart.DecodeManifest(string(raw))
 			require.NoError(t, err)
 			for _, obj := range objs {
 				var generated apiextensionsv1.CustomResourceDefinition

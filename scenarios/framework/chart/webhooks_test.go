@@ -1,4 +1,4 @@
-package install
+package chart_test
 
 import (
 	"os"
@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 )
 
 func TestWebhookConfigurationsPerTopology(t *testing.T) {
@@ -123,11 +125,11 @@ webhook:
 // The chart owns where webhooks point and how they fail; everything else (rules, side effects,
 // review versions, match and reinvocation policy) must come unchanged from the generated manifest.
 func TestWebhooksKeepGeneratedFields(t *testing.T) {
-	dir, err := ChartDir()
+	dir, err := chart.ChartDir()
 	require.NoError(t, err)
 	raw, err := os.ReadFile(filepath.Join(dir, "files", "webhook", "manifests.yaml")) //nolint:gosec // G304: a file of this repository
 	require.NoError(t, err)
-	generated, err := DecodeManifest(string(raw))
+	generated, err := chart.DecodeManifest(string(raw))
 	require.NoError(t, err)
 	genObjects := objects(generated)
 	require.Len(t, genObjects.ofKind("ValidatingWebhookConfiguration"), 1)

@@ -2,7 +2,7 @@
 // when it decides whether a cached result is still valid: after editing the chart, run these
 // tests with -count=1.
 
-package install
+package chart_test
 
 import (
 	"encoding/base64"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/chart"
+	helmchart "helm.sh/helm/v3/pkg/chart"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 )
 
 const (
@@ -45,9 +48,9 @@ var (
 	}
 )
 
-var loadChartOnce = sync.OnceValues(LoadChart)
+var loadChartOnce = sync.OnceValues(chart.LoadChart)
 
-func testChart(t *testing.T) *chart.Chart {
+func testChart(t *testing.T) *helmchart.Chart {
 	t.Helper()
 	ch, err := loadChartOnce()
 	require.NoError(t, err)
@@ -67,14 +70,14 @@ type objects []*unstructured.Unstructured
 
 func render(t *testing.T, namespace, valuesYAML string) objects {
 	t.Helper()
-	objs, err := RenderChart(testChart(t), testRelease, namespace, values(t, valuesYAML))
+	objs, err := chart.RenderChart(testChart(t), testRelease, namespace, values(t, valuesYAML))
 	require.NoError(t, err)
 	return objs
 }
 
 func renderError(t *testing.T, valuesYAML string) error {
 	t.Helper()
-	_, err := RenderChart(testChart(t), testRelease, testNamespace, values(t, valuesYAML))
+	_, err := chart.RenderChart(testChart(t), testRelease, testNamespace, values(t, valuesYAML))
 	require.Error(t, err, "rendering with values %q should fail", valuesYAML)
 	return err
 }
@@ -127,7 +130,7 @@ func operatorArgs(t *testing.T, o objects) []string {
 // testCABundle is a base64-encoded PEM CA certificate, as a user puts into webhook.caBundle.
 func testCABundle(t *testing.T) string {
 	t.Helper()
-	ca, err := NewCertificateAuthority("external-test-ca", time.Hour)
+	ca, err := pki.NewCertificateAuthority("external-test-ca", time.Hour)
 	require.NoError(t, err)
 	return base64.StdEncoding.EncodeToString(ca.PEM)
 }

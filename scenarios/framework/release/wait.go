@@ -1,26 +1,23 @@
-package install
+package release
 
 import (
-	"bytes"
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	certutil "k8s.io/client-go/util/cert"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
 )
 
@@ -236,157 +233,36 @@ func WaitPodsGone(ctx context.Context, kube kubernetes.Interface, ns, selector s
 // validating webhook, and a dry run of a valid one must come back with the mutating webhook's
 // origin-version annotation. "failed calling webhook" (no endpoint, unknown authority, …) is
 // not an answer and is quoted as the last state seen.
-func WaitAdmission(ctx context.Context, dyn dynamic.Interface, r *Release, timeout time.Duration) error {
+func WaitAdmission(ctx context.Context, dyn dynamic.Interface, r *chart.Release, timeout time.Duration) error {
 	ns := r.WebhookNamespace()
-	denied := DeniedBy(GraphDeploymentValidatingWebhook)
+	denied := dynamo.DeniedBy(dynamo.GraphDeploymentValidatingWebhook)
 	what := fmt.Sprintf("the webhooks of %s to answer: a dry-run DynamoGraphDeployment without services in %s denied with %q, a valid one stamped with %s",
-		r, ns, denied, OriginVersionAnnotation)
+		r, ns, denied, dynamo.OriginVersionAnnotation)
 	return poll.Until(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
 		dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 		name := "gauntlet-probe-" + rand.String(5)
-		_, err := dyn.Resource(GraphDeployments).Namespace(ns).Create(ctx, InvalidGraphDeployment(ns, name), dry)
+		_, err := dyn.Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx, dynamo.InvalidGraphDeployment(ns, name), dry)
 		switch {
 		case err == nil:
 			return false, "the invalid DynamoGraphDeployment was admitted (validating webhook not called)", nil
 		case !strings.Contains(err.Error(), denied):
 			return false, "dry-run create of the invalid DynamoGraphDeployment: " + err.Error(), nil
 		}
-		got, err := dyn.Resource(GraphDeployments).Namespace(ns).Create(ctx, GraphDeployment(ns, name), dry)
+		got, err := dyn.Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx, dynamo.GraphDeployment(ns, name), dry)
 		if err != nil {
 			return false, "dry-run create of the valid DynamoGraphDeployment: " + err.Error(), nil
 		}
-		if _, ok := got.GetAnnotations()[OriginVersionAnnotation]; !ok {
-			return false, fmt.Sprintf("the valid DynamoGraphDeployment came back without %s (annotations %v)", OriginVersionAnnotation, got.GetAnnotations()), nil
+		if _, ok := got.GetAnnotations()[dynamo.OriginVersionAnnotation]; !ok {
+			return false, fmt.Sprintf("the valid DynamoGraphDeployment came back without %s (annotations %v)", dynamo.OriginVersionAnnotation, got.GetAnnotations()), nil
 		}
 		return true, "", nil
 	})
 }
 
-// CABundles are the caBundles the API server uses to call a release's webhooks, by place:
-// "ValidatingWebhookConfiguration <name> webhook <webhook>", "CustomResourceDefinition <name>
-// conversion".
-type CABundles map[string][]byte
-
-// ReadCABundles reads every caBundle of the release: each webhook of its validating and
-// mutating configuration and, when the release installs the CRDs, the DGDR conversion webhook.
-func ReadCABundles(ctx context.Context, kube kubernetes.Interface, crds apiextensionsclient.Interface, r *Release) (CABundles, error) {
-	out := CABundles{}
-	vwc, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, r.ValidatingName(), metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("getting ValidatingWebhookConfiguration %s: %w", r.ValidatingName(), err)
-	}
-	for _, w := range vwc.Webhooks {
-		out["ValidatingWebhookConfiguration "+vwc.Name+" webhook "+w.Name] = w.ClientConfig.CABundle
-	}
-	mwc, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, r.MutatingName(), metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("getting MutatingWebhookConfiguration %s: %w", r.MutatingName(), err)
-	}
-	for _, w := range mwc.Webhooks {
-		out["MutatingWebhookConfiguration "+mwc.Name+" webhook "+w.Name] = w.ClientConfig.CABundle
-	}
-	if r.InstallsCRDs() {
-		crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, ConversionCRD, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("getting CustomResourceDefinition %s: %w", ConversionCRD, err)
-		}
-		var ca []byte
-		if c := crd.Spec.Conversion; c != nil && c.Webhook != nil && c.Webhook.ClientConfig != nil {
-			ca = c.Webhook.ClientConfig.CABundle
-		}
-		out["CustomResourceDefinition "+ConversionCRD+" conversion"] = ca
-	}
-	return out, nil
-}
-
-// Missing lists, sorted, the places whose caBundle does not contain the CA certificate caPEM
-// (every place, when caPEM is empty and the bundle is too).
-func (b CABundles) Missing(caPEM []byte) []string {
-	var out []string
-	for place, bundle := range b {
-		if !bundleHas(bundle, caPEM) {
-			out = append(out, place)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// DescribeMissing says, for each place Missing reports, what its caBundle holds instead:
-// "<place>: empty" or "<place>: holds \"<CA>\" (serial …)".
-func (b CABundles) DescribeMissing(caPEM []byte) string {
-	var out []string
-	for _, place := range b.Missing(caPEM) {
-		bundle := b[place]
-		if len(bundle) == 0 {
-			out = append(out, place+": empty")
-			continue
-		}
-		out = append(out, place+": holds "+DescribePEM(bundle))
-	}
-	return strings.Join(out, "; ")
-}
-
-// Repeated lists, sorted, the places whose caBundle holds ca more than once, with how often
-// ("<place>: 2 copies"): trust added again where it was already.
-func (b CABundles) Repeated(ca *x509.Certificate) []string {
-	var out []string
-	for place, bundle := range b {
-		certs, err := certutil.ParseCertsPEM(bundle)
-		if err != nil {
-			continue // an unparseable bundle is Missing's to report
-		}
-		n := 0
-		for _, c := range certs {
-			if c.Equal(ca) {
-				n++
-			}
-		}
-		if n > 1 {
-			out = append(out, fmt.Sprintf("%s: %d copies", place, n))
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func bundleHas(bundle, caPEM []byte) bool {
-	return len(bundle) > 0 && (len(caPEM) == 0 || bytes.Contains(bundle, bytes.TrimSpace(caPEM)))
-}
-
-// WaitCABundles waits until every caBundle of the release contains caPEM, or, with caPEM
-// empty, until none is empty.
-func WaitCABundles(ctx context.Context, kube kubernetes.Interface, crds apiextensionsclient.Interface, r *Release, caPEM []byte, timeout time.Duration) error {
-	what := "every caBundle of " + r.String() + " to be set"
-	if len(caPEM) > 0 {
-		what = "every caBundle of " + r.String() + " to contain the CA " + DescribePEM(caPEM)
-	}
-	return poll.Until(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
-		bundles, err := ReadCABundles(ctx, kube, crds, r)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		return len(bundles.Missing(caPEM)) == 0, bundles.DescribeMissing(caPEM), nil
-	})
-}
-
-// DescribePEM names the certificates of a PEM bundle by subject and serial.
-func DescribePEM(pemBytes []byte) string {
-	certs, err := certutil.ParseCertsPEM(pemBytes)
-	if err != nil {
-		return "(unparseable: " + err.Error() + ")"
-	}
-	var names []string
-	for _, c := range certs {
-		names = append(names, fmt.Sprintf("%q (serial %s)", c.Subject.CommonName, SerialHex(c)))
-	}
-	return strings.Join(names, " + ")
-}
-
 // WaitReady waits until r is usable: its Deployment Available and its webhooks answering
 // through the API server (WaitAdmission). The timeout covers both.
-func (i *Installer) WaitReady(ctx context.Context, r *Release, timeout time.Duration) error {
-	d := r.withDefaults()
+func (i *Installer) WaitReady(ctx context.Context, r *chart.Release, timeout time.Duration) error {
+	d := r.WithDefaults()
 	deadline := time.Now().Add(timeout)
 	start := time.Now()
 	if err := WaitDeploymentAvailable(ctx, i.kube, d.Namespace, d.DeploymentName(), timeout); err != nil {
@@ -408,7 +284,7 @@ func (i *Installer) WaitReady(ctx context.Context, r *Release, timeout time.Dura
 // previous rollout keeps running for the chart's shutdownDelaySeconds after the Deployment is
 // Available — serving webhooks over the connections the API server holds open, holding a Lease,
 // writing logs — so until it is gone a webhook call may still meet the old settings.
-func WaitOldPodsGone(ctx context.Context, kube kubernetes.Interface, r *Release, timeout time.Duration) error {
+func WaitOldPodsGone(ctx context.Context, kube kubernetes.Interface, r *chart.Release, timeout time.Duration) error {
 	what := fmt.Sprintf("the terminating pods of Deployment %s/%s to be gone", r.Namespace, r.DeploymentName())
 	return poll.Until(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
 		pods, err := OperatorPods(ctx, kube, r)
@@ -431,7 +307,7 @@ func WaitOldPodsGone(ctx context.Context, kube kubernetes.Interface, r *Release,
 
 // OperatorPodUIDs lists the UIDs of the release's operator pods: what a restart must replace
 // (PodsReplaced).
-func OperatorPodUIDs(ctx context.Context, kube kubernetes.Interface, r *Release) (map[types.UID]bool, error) {
+func OperatorPodUIDs(ctx context.Context, kube kubernetes.Interface, r *chart.Release) (map[types.UID]bool, error) {
 	pods, err := OperatorPods(ctx, kube, r)
 	if err != nil {
 		return nil, err
@@ -445,7 +321,7 @@ func OperatorPodUIDs(ctx context.Context, kube kubernetes.Interface, r *Release)
 
 // PodsReplaced holds once a rollout replaced the operator pods whose UIDs are in before: none
 // of the release's pods is one of them. It reports the old pods left and every pod's state.
-func PodsReplaced(kube kubernetes.Interface, r *Release, before map[types.UID]bool) poll.Condition {
+func PodsReplaced(kube kubernetes.Interface, r *chart.Release, before map[types.UID]bool) poll.Condition {
 	return func(ctx context.Context) (bool, string, error) {
 		pods, err := OperatorPods(ctx, kube, r)
 		if err != nil {
@@ -477,9 +353,9 @@ func RolloutRestart(ctx context.Context, kube kubernetes.Interface, ns, name str
 var ErrNoPods = errors.New("no operator pod")
 
 // OperatorPods lists the release's operator pods.
-func OperatorPods(ctx context.Context, kube kubernetes.Interface, r *Release) ([]corev1.Pod, error) {
-	d := r.withDefaults()
-	sel := "app.kubernetes.io/name=" + OperatorAppLabel + ",app.kubernetes.io/instance=" + d.Name
+func OperatorPods(ctx context.Context, kube kubernetes.Interface, r *chart.Release) ([]corev1.Pod, error) {
+	d := r.WithDefaults()
+	sel := "app.kubernetes.io/name=" + chart.OperatorAppLabel + ",app.kubernetes.io/instance=" + d.Name
 	pods, err := kube.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("listing pods %s in %s: %w", sel, d.Namespace, err)

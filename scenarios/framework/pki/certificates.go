@@ -1,7 +1,10 @@
-package install
+// Package pki makes the certificates scenarios bring (a CA, the serving certificates it signs,
+// the Secret external mode reads them from) and describes certificates and caBundles the way a
+// person debugging TLS reads them: subject, SANs, validity, serial, and which caBundle lacks or
+// repeats a CA. It knows no cluster and no release.
+package pki
 
 import (
-	"context"
 	"crypto"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -12,10 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cert-manager/cert-manager/pkg/util/pki"
+	cmpki "github.com/cert-manager/cert-manager/pkg/util/pki"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
 )
 
@@ -31,7 +33,7 @@ type CertificateAuthority struct {
 // NewCertificateAuthority creates a self-signed ECDSA P-256 CA valid from an hour ago (clock
 // skew between this host and the cluster) for validity.
 func NewCertificateAuthority(commonName string, validity time.Duration) (*CertificateAuthority, error) {
-	key, err := pki.GenerateECPrivateKey(pki.ECCurve256)
+	key, err := cmpki.GenerateECPrivateKey(cmpki.ECCurve256)
 	if err != nil {
 		return nil, fmt.Errorf("generating the key of CA %q: %w", commonName, err)
 	}
@@ -44,7 +46,7 @@ func NewCertificateAuthority(commonName string, validity time.Duration) (*Certif
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 	}
-	certPEM, cert, err := pki.SignCertificate(tmpl, tmpl, key.Public(), key)
+	certPEM, cert, err := cmpki.SignCertificate(tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		return nil, fmt.Errorf("creating CA certificate %q: %w", commonName, err)
 	}
@@ -72,7 +74,7 @@ func (ca *CertificateAuthority) Issue(opts LeafOptions) (*ServingCertificate, er
 	if opts.NotAfter.IsZero() {
 		opts.NotAfter = now.Add(365 * 24 * time.Hour)
 	}
-	key, err := pki.GenerateECPrivateKey(pki.ECCurve256)
+	key, err := cmpki.GenerateECPrivateKey(cmpki.ECCurve256)
 	if err != nil {
 		return nil, fmt.Errorf("generating a serving key: %w", err)
 	}
@@ -89,11 +91,11 @@ func (ca *CertificateAuthority) Issue(opts LeafOptions) (*ServingCertificate, er
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	certPEM, leaf, err := pki.SignCertificate(tmpl, ca.Cert, key.Public(), ca.key)
+	certPEM, leaf, err := cmpki.SignCertificate(tmpl, ca.Cert, key.Public(), ca.key)
 	if err != nil {
 		return nil, fmt.Errorf("signing a serving certificate for %v with CA %q: %w", opts.DNSNames, ca.Cert.Subject.CommonName, err)
 	}
-	keyPEM, err := pki.EncodePKCS8PrivateKey(key)
+	keyPEM, err := cmpki.EncodePKCS8PrivateKey(key)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the serving key: %w", err)
 	}
@@ -177,20 +179,36 @@ func (s SecretCertificates) String() string {
 	return fmt.Sprintf("serving certificate serial %s, CA serial %s", SerialHex(s.Leaf), SerialHex(s.CA))
 }
 
-// ReadSecretCertificates reads and parses r's certificate Secret, or says why it cannot.
-func ReadSecretCertificates(ctx context.Context, kube kubernetes.Interface, r *Release) (SecretCertificates, error) {
-	ref := r.Namespace + "/" + r.SecretName()
-	s, err := kube.CoreV1().Secrets(r.Namespace).Get(ctx, r.SecretName(), metav1.GetOptions{})
-	if err != nil {
-		return SecretCertificates{}, fmt.Errorf("getting Secret %s: %w", ref, err)
+// ServingSecret is the Secret a user creates for external mode: type kubernetes.io/tls with
+// tls.crt, tls.key and ca.crt. With olmFileNames it is an Opaque Secret holding the pair as
+// tls.cert and tls.key, the file names OLM mounts a serving certificate under, so the operator
+// sees exactly OLM's files in its certificate directory.
+func ServingSecret(namespace, name string, sc *ServingCertificate, olmFileNames bool) *corev1.Secret {
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{"app.kubernetes.io/managed-by": "gauntlet"}},
+		Type:       corev1.SecretTypeTLS,
+		Data: map[string][]byte{
+			corev1.TLSCertKey:       sc.CertPEM,
+			corev1.TLSPrivateKeyKey: sc.KeyPEM,
+			"ca.crt":                sc.CAPEM,
+		},
 	}
-	leafs, err := certutil.ParseCertsPEM(s.Data[corev1.TLSCertKey])
-	if err != nil {
-		return SecretCertificates{}, fmt.Errorf("tls.crt of Secret %s: %w", ref, err)
+	if olmFileNames {
+		s.Type = corev1.SecretTypeOpaque
+		s.Data = map[string][]byte{"tls.cert": sc.CertPEM, "tls.key": sc.KeyPEM, "ca.crt": sc.CAPEM}
 	}
-	cas, err := certutil.ParseCertsPEM(s.Data["ca.crt"])
+	return s
+}
+
+// DescribePEM names the certificates of a PEM bundle by subject and serial.
+func DescribePEM(pemBytes []byte) string {
+	certs, err := certutil.ParseCertsPEM(pemBytes)
 	if err != nil {
-		return SecretCertificates{}, fmt.Errorf("ca.crt of Secret %s: %w", ref, err)
+		return "(unparseable: " + err.Error() + ")"
 	}
-	return SecretCertificates{Secret: s, Leaf: leafs[0], CA: cas[0]}, nil
+	var names []string
+	for _, c := range certs {
+		names = append(names, fmt.Sprintf("%q (serial %s)", c.Subject.CommonName, SerialHex(c)))
+	}
+	return strings.Join(names, " + ")
 }

@@ -1,7 +1,9 @@
-// Package install loads and renders the dynamo-operator Helm chart (charts/dynamo-operator) with
-// the Helm SDK, exactly as `helm install` would, so scenarios and tests work with the deployed
-// shape the chart defines instead of re-creating its objects by hand.
-package install
+// Package chart loads and renders the dynamo-operator Helm chart (charts/dynamo-operator) with
+// the Helm SDK, exactly as `helm install` would, and describes a release of it (Release: name,
+// namespace, certificate mode, values) as the chart values it installs with and the names the
+// chart derives from them, so scenarios and tests work with the deployed shape the chart defines
+// instead of re-creating its objects by hand.
+package chart
 
 import (
 	"bytes"
@@ -13,7 +15,7 @@ import (
 	"path/filepath"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
+	helmchart "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -42,7 +44,7 @@ func ChartDir() (string, error) {
 }
 
 // LoadChart loads the dynamo-operator chart from ChartDir.
-func LoadChart() (*chart.Chart, error) {
+func LoadChart() (*helmchart.Chart, error) {
 	dir, err := ChartDir()
 	if err != nil {
 		return nil, err
@@ -68,7 +70,7 @@ func Render(releaseName, namespace string, values map[string]any) ([]*unstructur
 // client-side, like `helm template`: values are checked against values.schema.json, templates
 // may `fail`, and `lookup` finds nothing. Errors carry Helm's message (the schema violation or
 // the template's fail text).
-func RenderChart(ch *chart.Chart, releaseName, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+func RenderChart(ch *helmchart.Chart, releaseName, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
 	client := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	client.ReleaseName = releaseName
 	client.Namespace = namespace

@@ -1,17 +1,17 @@
-package install
+// Package dynamo is the reference operator's API as scenarios write it: the Dynamo resources,
+// the names of the operator's webhooks and what they stamp or answer, and the smallest valid
+// and invalid objects to send them.
+package dynamo
 
 import (
-	"context"
 	"fmt"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 )
+
+// DynamoGroup is the API group of the Dynamo CRDs.
+const DynamoGroup = "nvidia.com"
 
 // Resources of the Dynamo API, as users address them.
 var (
@@ -71,39 +71,4 @@ func GraphDeploymentRequest(namespace, name string) *unstructured.Unstructured {
 // DeniedBy is the start of the API server's message for a denial by webhook name.
 func DeniedBy(webhook string) string {
 	return fmt.Sprintf("admission webhook %q denied the request", webhook)
-}
-
-// removeFinalizers clears the finalizers of every object of a resource in every namespace.
-func removeFinalizers(ctx context.Context, dyn dynamic.Interface, group, plural, version string) error {
-	gvr := schema.GroupVersionResource{Group: group, Version: version, Resource: plural}
-	list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
-	}
-	for _, obj := range list.Items {
-		if len(obj.GetFinalizers()) == 0 {
-			continue
-		}
-		_, err := dyn.Resource(gvr).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType,
-			[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("removing finalizers of %s %s/%s: %w", gvr.GroupResource(), obj.GetNamespace(), obj.GetName(), err)
-		}
-	}
-	return nil
-}
-
-func storageVersion(versions []apiextensionsv1.CustomResourceDefinitionVersion) string {
-	for _, v := range versions {
-		if v.Storage {
-			return v.Name
-		}
-	}
-	if len(versions) > 0 {
-		return versions[0].Name
-	}
-	return ""
 }

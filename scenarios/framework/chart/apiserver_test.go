@@ -1,4 +1,4 @@
-package install
+package chart_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/action"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/certmanager"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/metrics"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -345,4 +348,52 @@ func TestChartOnAPIServer(t *testing.T) {
 			assert.Equal(t, caBundle, base64.StdEncoding.EncodeToString(w.clientConfig.CABundle), "webhook %s caBundle", w.name)
 		}
 	})
+}
+
+// checkMetricsAccess runs against the two releases TestChartOnAPIServer installed ("dynamo" in
+// platform, cluster-wide, and in teamA, restricted): each operator may create the TokenReviews
+// and SubjectAccessReviews that authenticate and authorize a scraper, and MetricsReader's token
+// is a ServiceAccount the API server authenticates and lets get /metrics.
+func checkMetricsAccess(t *testing.T, s *apiServer, platform, teamA, operator string) {
+	ctx := context.Background()
+	for _, ns := range []string{platform, teamA} {
+		s.assertCan(t, ns, operator, authorizationv1.ResourceAttributes{Group: "authentication.k8s.io", Resource: "tokenreviews", Verb: "create"}, true,
+			"the operator in %s authenticates scrapers", ns)
+		s.assertCan(t, ns, operator, authorizationv1.ResourceAttributes{Group: "authorization.k8s.io", Resource: "subjectaccessreviews", Verb: "create"}, true,
+			"the operator in %s authorizes scrapers", ns)
+	}
+
+	for _, rel := range []*chart.Release{
+		{Name: "dynamo", Namespace: platform},
+		{Name: "dynamo", Namespace: teamA, Values: map[string]any{"namespaceRestriction": map[string]any{"enabled": true}}},
+	} {
+		r := metrics.NewMetricsReader(s.kube, rel)
+		token, err := r.Token(ctx)
+		require.NoError(t, err, "%s", rel)
+		again, err := r.Token(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, token, again, "the token is reused until half its lifetime is gone")
+
+		review, err := s.kube.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		require.True(t, review.Status.Authenticated, "%s: token not authenticated: %s", rel, review.Status.Error)
+		user := review.Status.User
+		assert.Equal(t, "system:serviceaccount:"+rel.Namespace+":"+metrics.MetricsScraper, user.Username)
+
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user.Username, Groups: user.Groups,
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"},
+		}}
+		allowed := false
+		for deadline := time.Now().Add(10 * time.Second); !allowed && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			answer, err := s.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+			require.NoError(t, err)
+			allowed = answer.Status.Allowed
+		}
+		assert.True(t, allowed, "%s: the scraper may not get /metrics", rel)
+		binding, err := s.kube.RbacV1().ClusterRoleBindings().Get(ctx, rel.MetricsReaderName()+"-"+metrics.MetricsScraper, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Len(t, binding.OwnerReferences, 1)
+		assert.Equal(t, rel.MetricsReaderName(), binding.OwnerReferences[0].Name, "uninstalling the release removes the binding")
+	}
 }

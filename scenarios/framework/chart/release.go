@@ -1,4 +1,4 @@
-package install
+package chart
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 )
 
 // Defaults of a Release, the names the chart's documentation uses.
@@ -61,14 +63,14 @@ type Release struct {
 	IssuerRef IssuerRef
 	// Serving is the certificate served in External and OLM mode. When nil, Install generates a
 	// CA and a certificate for the release's Service host and sets it here.
-	Serving *ServingCertificate
+	Serving *pki.ServingCertificate
 	// Values are further chart values (as in a values file), merged over those the mode sets;
 	// for example {"webhook": {"failurePolicy": "Ignore"}}.
 	Values map[string]any
 }
 
-// withDefaults returns a copy with the defaults filled in.
-func (r Release) withDefaults() Release {
+// WithDefaults returns a copy with the defaults filled in.
+func (r Release) WithDefaults() Release {
 	if r.Name == "" {
 		r.Name = DefaultReleaseName
 	}
@@ -240,19 +242,19 @@ func (r *Release) valueOrChartDefault(path ...string) (any, error) {
 	return v, nil
 }
 
-func (r *Release) name() string      { return r.withDefaults().Name }
-func (r *Release) namespace() string { return r.withDefaults().Namespace }
+func (r *Release) name() string      { return r.WithDefaults().Name }
+func (r *Release) namespace() string { return r.WithDefaults().Namespace }
 
 // String names the release the way errors and progress lines refer to it.
 func (r *Release) String() string {
-	d := r.withDefaults()
+	d := r.WithDefaults()
 	return fmt.Sprintf("release %s/%s (%s mode)", d.Namespace, d.Name, d.Mode)
 }
 
 // ChartValues are the values Install passes to Helm: the mode's settings with Values merged
 // over them. External and OLM mode need Serving set (Install does that).
 func (r *Release) ChartValues() (map[string]any, error) {
-	d := r.withDefaults()
+	d := r.WithDefaults()
 	mode := map[string]any{}
 	switch d.Mode {
 	case Automatic:

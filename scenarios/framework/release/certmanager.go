@@ -1,4 +1,4 @@
-package install
+package release
 
 import (
 	"context"
@@ -14,11 +14,12 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/certmanager"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 )
 
 // CAIssuer is a cert-manager CA issuer made for a scenario, to be named in a Release's IssuerRef.
 type CAIssuer struct {
-	Ref IssuerRef
+	Ref chart.IssuerRef
 	// CAPEM is the issuer's CA certificate: what cainjector must put into every caBundle.
 	CAPEM []byte
 }
@@ -27,7 +28,7 @@ type CAIssuer struct {
 // self-signed issuer signs a CA Certificate, whose Secret backs a CA issuer. An Issuer lives in
 // namespace; a ClusterIssuer's CA Secret lives in cert-manager's cluster resource namespace
 // (clusterResourceNamespace). It waits until the issuer is Ready.
-func CreateCAIssuer(ctx context.Context, cfg *rest.Config, ref IssuerRef, namespace, clusterResourceNamespace string, timeout time.Duration) (*CAIssuer, error) {
+func CreateCAIssuer(ctx context.Context, cfg *rest.Config, ref chart.IssuerRef, namespace, clusterResourceNamespace string, timeout time.Duration) (*CAIssuer, error) {
 	cm, err := cmclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building a cert-manager client: %w", err)
