@@ -257,7 +257,7 @@ func (s localSide) describe() string {
 func installSide(ctx context.Context, t *Testbed, kubeconfig string, kube kubernetes.Interface, s localSide, logf func(string, ...any)) error {
 	instOpts := []release.InstallerOption{release.WithLogf(logf)}
 	if s.root != "" {
-		dir := filepath.Join(s.root, chart.ChartPath)
+		dir := filepath.Join(s.root, chart.Path)
 		ch, err := loader.Load(dir)
 		if err != nil {
 			return fmt.Errorf("loading the chart%s from %s: %w", s.describe(), dir, err)

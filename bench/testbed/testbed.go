@@ -208,7 +208,7 @@ func (t *Testbed) finish(ctx context.Context, logf func(string, ...any)) error {
 	if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
 		return fmt.Errorf("ca.crt of Secret %s/%s holds no PEM certificate", r.Namespace, r.SecretName())
 	}
-	t.OperatorMetricsClient = metrics.NewMetricsReader(kube, r).Client(nil)
+	t.OperatorMetricsClient = metrics.NewReader(kube, r).Client(nil)
 	t.WebhookTLS = &tls.Config{
 		RootCAs:    pool,
 		ServerName: r.ServiceHost(),

@@ -61,8 +61,8 @@ func explainedDenials(ns string) []explainedDenial {
 const denialsMetric = "dynamo_webhook_denials_total"
 
 // denialCounts sums denialsMetric of d's webhook, per reason of d, over every ready operator
-// pod, scraped as a user's Prometheus does (metrics.MetricsReader).
-func denialCounts(ctx context.Context, c *suite.Cluster, reader *metrics.MetricsReader, d explainedDenial) (map[string]float64, error) {
+// pod, scraped as a user's Prometheus does (metrics.Reader).
+func denialCounts(ctx context.Context, c *suite.Cluster, reader *metrics.Reader, d explainedDenial) (map[string]float64, error) {
 	scrapes, err := reader.ScrapeReadyOperators(ctx, c.DialPod)
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func denialCounts(ctx context.Context, c *suite.Cluster, reader *metrics.Metrics
 
 // expectDenialCounted checks that d's denial added one to denialsMetric for each of its
 // reasons since before.
-func expectDenialCounted(ctx context.Context, t *testing.T, c *suite.Cluster, reader *metrics.MetricsReader, d explainedDenial, before map[string]float64) {
+func expectDenialCounted(ctx context.Context, t *testing.T, c *suite.Cluster, reader *metrics.Reader, d explainedDenial, before map[string]float64) {
 	t.Helper()
 	what := fmt.Sprintf("the denial of %s %s to count once under each of its reasons %v in %s{webhook=%q}",
 		d.kind.name, ref(d.obj.GetNamespace(), d.obj.GetName()), d.reasons, denialsMetric, d.kind.webhookLabel())
@@ -110,7 +110,7 @@ func denialsExplained() e2etypes.Feature {
 		Setup(suite.NamespaceSetup(&ns, "a9")).
 		Assess("every kind's denial is a 422 Invalid naming group, kind, name and each field, in the message and in the details, and counts once per reason in dynamo_webhook_denials_total", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
-			reader := metrics.NewMetricsReader(c.Kube(), r)
+			reader := metrics.NewReader(c.Kube(), r)
 			for _, d := range explainedDenials(ns) {
 				before, err := denialCounts(ctx, c, reader, d)
 				if err != nil {
@@ -206,7 +206,7 @@ func expectExplained(t *testing.T, d explainedDenial, err error) {
 		expect.Errorf(t, "%s: expected Status details naming %s %s, saw none (status %+v)", doing, d.kind.name, name, s)
 		return
 	}
-	expect.Equal(t, doing+": details group/kind/name", dynamo.DynamoGroup+"/"+d.kind.name+"/"+name, s.Details.Group+"/"+s.Details.Kind+"/"+s.Details.Name)
+	expect.Equal(t, doing+": details group/kind/name", dynamo.Group+"/"+d.kind.name+"/"+name, s.Details.Group+"/"+s.Details.Kind+"/"+s.Details.Name)
 	var causes []statusCause
 	for _, c := range s.Details.Causes {
 		causes = append(causes, statusCause{Type: string(c.Type), Field: c.Field})

@@ -139,7 +139,7 @@ const certificateNotAfterMetric = "dynamo_webhook_certificate_not_after_seconds"
 func expectExpiryReported(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, leaf *x509.Certificate) {
 	t.Helper()
 	want := leaf.NotAfter.Unix()
-	reader := metrics.NewMetricsReader(c.Kube(), r)
+	reader := metrics.NewReader(c.Kube(), r)
 	expect.Eventually(ctx, t, fmt.Sprintf("every operator pod to report %s %d (the served certificate's notAfter, %s)", certificateNotAfterMetric, want, leaf.NotAfter.UTC().Format(time.RFC3339)), convergeTimeout,
 		func(ctx context.Context) (bool, string, error) {
 			scrapes, err := reader.ScrapeReadyOperators(ctx, c.DialPod)

@@ -40,7 +40,7 @@ func Features() []e2etypes.Feature {
 
 // The two served versions of DynamoGraphDeploymentRequest; v1beta1 is stored.
 var (
-	v1alpha1Requests = schema.GroupVersionResource{Group: dynamo.DynamoGroup, Version: "v1alpha1", Resource: "dynamographdeploymentrequests"}
+	v1alpha1Requests = schema.GroupVersionResource{Group: dynamo.Group, Version: "v1alpha1", Resource: "dynamographdeploymentrequests"}
 	v1beta1Requests  = dynamo.GraphDeploymentRequests
 )
 

@@ -148,7 +148,7 @@ func admissionWorks(ctx context.Context, t *testing.T, w *watch) {
 		expect.Errorf(t, "expected a valid DynamoGraphDeploymentRequest %s/convert to be admitted after the input; saw %v", ns, err)
 		return
 	}
-	alpha := schema.GroupVersionResource{Group: dynamo.DynamoGroup, Version: "v1alpha1", Resource: "dynamographdeploymentrequests"}
+	alpha := schema.GroupVersionResource{Group: dynamo.Group, Version: "v1alpha1", Resource: "dynamographdeploymentrequests"}
 	read, err := dyn.Resource(alpha).Namespace(ns).Get(ctx, "convert", metav1.GetOptions{})
 	if err != nil {
 		expect.Errorf(t, "expected DynamoGraphDeploymentRequest %s/convert (stored as v1beta1) to read as v1alpha1 through the conversion webhook after the input; saw %v", ns, err)
@@ -160,7 +160,7 @@ func admissionWorks(ctx context.Context, t *testing.T, w *watch) {
 func mib(b float64) int64 { return int64(b) >> 20 }
 
 // rssSampler reads the operator's process_resident_memory_bytes as a user's Prometheus does —
-// HTTPS with a ServiceAccount token allowed to get /metrics (metrics.MetricsReader) — on a
+// HTTPS with a ServiceAccount token allowed to get /metrics (metrics.Reader) — on a
 // connection the provider opens to the pod, every rssInterval while the input is sent.
 type rssSampler struct {
 	scrape func(ctx context.Context) (metrics.Samples, error)
@@ -181,11 +181,11 @@ const (
 
 func newRSSSampler(e *env) (*rssSampler, error) {
 	pod := e.pod
-	port, err := metrics.MetricsPort(&pod)
+	port, err := metrics.Port(&pod)
 	if err != nil {
 		return nil, err
 	}
-	reader := metrics.NewMetricsReader(e.c.Kube(), e.r)
+	reader := metrics.NewReader(e.c.Kube(), e.r)
 	return &rssSampler{scrape: func(ctx context.Context) (metrics.Samples, error) {
 		return reader.ScrapePod(ctx, &pod, port, func(ctx context.Context) (net.Conn, error) { return e.c.DialPod(ctx, &pod, port) })
 	}}, nil

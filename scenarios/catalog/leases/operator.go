@@ -58,13 +58,13 @@ const (
 	labelNamespace     = "namespace"
 )
 
-// metricsReaders holds one metrics.MetricsReader (and so one token) per cluster and release.
+// metricsReaders holds one metrics.Reader (and so one token) per cluster and release.
 var metricsReaders sync.Map
 
-func (o operator) metricsReader(c *suite.Cluster) *metrics.MetricsReader {
+func (o operator) metricsReader(c *suite.Cluster) *metrics.Reader {
 	key := fmt.Sprintf("%p/%s", c, o.rel)
-	r, _ := metricsReaders.LoadOrStore(key, metrics.NewMetricsReader(c.Kube(), o.rel))
-	return r.(*metrics.MetricsReader)
+	r, _ := metricsReaders.LoadOrStore(key, metrics.NewReader(c.Kube(), o.rel))
+	return r.(*metrics.Reader)
 }
 
 // operator is one of the topology's two operators, as the scenarios observe it.
@@ -106,7 +106,7 @@ type operatorMetrics struct{ metrics.Samples }
 
 // scrape reads /metrics of every running pod as a user's Prometheus does: HTTPS with the bearer
 // token of a ServiceAccount bound to the release's metrics-reader ClusterRole
-// (metrics.MetricsReader), on a connection the cluster provider opens to the pod. (The API
+// (metrics.Reader), on a connection the cluster provider opens to the pod. (The API
 // server's pod proxy cannot carry it: the API server consumes the Authorization header.)
 func (o operator) scrape(ctx context.Context, c *suite.Cluster) (operatorMetrics, error) {
 	pods, err := o.runningPods(ctx, c)
@@ -118,7 +118,7 @@ func (o operator) scrape(ctx context.Context, c *suite.Cluster) (operatorMetrics
 	}
 	var out operatorMetrics
 	for _, p := range pods {
-		port, err := metrics.MetricsPort(&p)
+		port, err := metrics.Port(&p)
 		if err != nil {
 			return operatorMetrics{}, err
 		}

@@ -352,7 +352,7 @@ func TestChartOnAPIServer(t *testing.T) {
 
 // checkMetricsAccess runs against the two releases TestChartOnAPIServer installed ("dynamo" in
 // platform, cluster-wide, and in teamA, restricted): each operator may create the TokenReviews
-// and SubjectAccessReviews that authenticate and authorize a scraper, and MetricsReader's token
+// and SubjectAccessReviews that authenticate and authorize a scraper, and metrics.Reader's token
 // is a ServiceAccount the API server authenticates and lets get /metrics.
 func checkMetricsAccess(t *testing.T, s *apiServer, platform, teamA, operator string) {
 	ctx := context.Background()
@@ -367,7 +367,7 @@ func checkMetricsAccess(t *testing.T, s *apiServer, platform, teamA, operator st
 		{Name: "dynamo", Namespace: platform},
 		{Name: "dynamo", Namespace: teamA, Values: map[string]any{"namespaceRestriction": map[string]any{"enabled": true}}},
 	} {
-		r := metrics.NewMetricsReader(s.kube, rel)
+		r := metrics.NewReader(s.kube, rel)
 		token, err := r.Token(ctx)
 		require.NoError(t, err, "%s", rel)
 		again, err := r.Token(ctx)

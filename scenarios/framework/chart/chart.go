@@ -21,31 +21,31 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// ChartPath is the chart's directory relative to the repository root.
-const ChartPath = "charts/dynamo-operator"
+// Path is the chart's directory relative to the repository root.
+const Path = "charts/dynamo-operator"
 
-// ChartDir returns the absolute path of the chart directory. It walks up from the working
-// directory to the first directory that holds ChartPath/Chart.yaml, so it works from any package
+// Dir returns the absolute path of the chart directory. It walks up from the working
+// directory to the first directory that holds Path/Chart.yaml, so it works from any package
 // of the workspace (go test runs in the package directory).
-func ChartDir() (string, error) {
+func Dir() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("locating chart %s: %w", ChartPath, err)
+		return "", fmt.Errorf("locating chart %s: %w", Path, err)
 	}
 	for dir := wd; ; dir = filepath.Dir(dir) {
-		candidate := filepath.Join(dir, ChartPath)
+		candidate := filepath.Join(dir, Path)
 		if _, err := os.Stat(filepath.Join(candidate, "Chart.yaml")); err == nil {
 			return candidate, nil
 		}
 		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("locating chart: no %s/Chart.yaml in %s or any parent directory", ChartPath, wd)
+			return "", fmt.Errorf("locating chart: no %s/Chart.yaml in %s or any parent directory", Path, wd)
 		}
 	}
 }
 
-// LoadChart loads the dynamo-operator chart from ChartDir.
-func LoadChart() (*helmchart.Chart, error) {
-	dir, err := ChartDir()
+// Load loads the dynamo-operator chart from Dir.
+func Load() (*helmchart.Chart, error) {
+	dir, err := Dir()
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func LoadChart() (*helmchart.Chart, error) {
 
 // Render loads the chart and renders it for a release; see RenderChart.
 func Render(releaseName, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
-	ch, err := LoadChart()
+	ch, err := Load()
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 func TestCRDs(t *testing.T) {
-	dir, err := chart.ChartDir()
+	dir, err := chart.Dir()
 	require.NoError(t, err)
 	files, err := filepath.Glob(filepath.Join(dir, "files", "crds", "*.yaml"))
 	require.NoError(t, err)

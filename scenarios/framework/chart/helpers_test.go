@@ -48,7 +48,7 @@ var (
 	}
 )
 
-var loadChartOnce = sync.OnceValues(chart.LoadChart)
+var loadChartOnce = sync.OnceValues(chart.Load)
 
 func testChart(t *testing.T) *helmchart.Chart {
 	t.Helper()

@@ -231,13 +231,13 @@ func (r *Release) valueOrChartDefault(path ...string) (any, error) {
 	if v, ok := lookup(r.Values, path...); ok {
 		return v, nil
 	}
-	ch, err := LoadChart()
+	ch, err := Load()
 	if err != nil {
 		return nil, err
 	}
 	v, ok := lookup(ch.Values, path...)
 	if !ok {
-		return nil, fmt.Errorf("chart %s: values.yaml sets no %s", ChartPath, strings.Join(path, "."))
+		return nil, fmt.Errorf("chart %s: values.yaml sets no %s", Path, strings.Join(path, "."))
 	}
 	return v, nil
 }

@@ -47,7 +47,7 @@ func TestReleaseNameTooLongFails(t *testing.T) {
 
 // helm lint --strict, in every certificate mode and topology.
 func TestHelmLintStrict(t *testing.T) {
-	dir, err := chart.ChartDir()
+	dir, err := chart.Dir()
 	require.NoError(t, err)
 	for name, valuesYAML := range map[string]string{
 		"automatic":    "",

@@ -125,7 +125,7 @@ webhook:
 // The chart owns where webhooks point and how they fail; everything else (rules, side effects,
 // review versions, match and reinvocation policy) must come unchanged from the generated manifest.
 func TestWebhooksKeepGeneratedFields(t *testing.T) {
-	dir, err := chart.ChartDir()
+	dir, err := chart.Dir()
 	require.NoError(t, err)
 	raw, err := os.ReadFile(filepath.Join(dir, "files", "webhook", "manifests.yaml")) //nolint:gosec // G304: a file of this repository
 	require.NoError(t, err)

@@ -10,15 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// DynamoGroup is the API group of the Dynamo CRDs.
-const DynamoGroup = "nvidia.com"
+// Group is the API group of the Dynamo CRDs.
+const Group = "nvidia.com"
 
 // Resources of the Dynamo API, as users address them.
 var (
-	GraphDeployments        = schema.GroupVersionResource{Group: DynamoGroup, Version: "v1alpha1", Resource: "dynamographdeployments"}
-	ComponentDeployments    = schema.GroupVersionResource{Group: DynamoGroup, Version: "v1alpha1", Resource: "dynamocomponentdeployments"}
-	Models                  = schema.GroupVersionResource{Group: DynamoGroup, Version: "v1alpha1", Resource: "dynamomodels"}
-	GraphDeploymentRequests = schema.GroupVersionResource{Group: DynamoGroup, Version: "v1beta1", Resource: "dynamographdeploymentrequests"}
+	GraphDeployments        = schema.GroupVersionResource{Group: Group, Version: "v1alpha1", Resource: "dynamographdeployments"}
+	ComponentDeployments    = schema.GroupVersionResource{Group: Group, Version: "v1alpha1", Resource: "dynamocomponentdeployments"}
+	Models                  = schema.GroupVersionResource{Group: Group, Version: "v1alpha1", Resource: "dynamomodels"}
+	GraphDeploymentRequests = schema.GroupVersionResource{Group: Group, Version: "v1beta1", Resource: "dynamographdeploymentrequests"}
 )
 
 // Webhook names of the operator (from the operator's +kubebuilder:webhook markers).

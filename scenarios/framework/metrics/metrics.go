@@ -34,15 +34,15 @@ import (
 // operator's /metrics as.
 const MetricsScraper = "gauntlet-metrics-scraper"
 
-// metricsTokenTTL is how long a scraper token is valid; MetricsReader renews it at half time.
+// metricsTokenTTL is how long a scraper token is valid; Reader renews it at half time.
 const metricsTokenTTL = time.Hour
 
-// MetricsReader reads a release's /metrics the way a user's Prometheus does: the operator serves
+// Reader reads a release's /metrics the way a user's Prometheus does: the operator serves
 // it over HTTPS (a self-signed certificate) to bearer tokens allowed to get /metrics, and the
 // reader's token belongs to ServiceAccount MetricsScraper bound to the release's metrics-reader
 // ClusterRole. The binding (and the ServiceAccount) are owned by that ClusterRole, so
 // uninstalling the release removes them.
-type MetricsReader struct {
+type Reader struct {
 	kube kubernetes.Interface
 	rel  *chart.Release
 
@@ -51,15 +51,15 @@ type MetricsReader struct {
 	renewAt time.Time
 }
 
-// NewMetricsReader returns a reader of r's metrics; nothing is created before the first Token.
-func NewMetricsReader(kube kubernetes.Interface, r *chart.Release) *MetricsReader {
-	return &MetricsReader{kube: kube, rel: r}
+// NewReader returns a reader of r's metrics; nothing is created before the first Token.
+func NewReader(kube kubernetes.Interface, r *chart.Release) *Reader {
+	return &Reader{kube: kube, rel: r}
 }
 
 // Token returns a bearer token allowed to get /metrics from r's operator, creating the
 // ServiceAccount and its binding the first time and a new token when half the last one's
 // lifetime is gone.
-func (m *MetricsReader) Token(ctx context.Context) (string, error) {
+func (m *Reader) Token(ctx context.Context) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.token != "" && time.Now().Before(m.renewAt) {
@@ -128,7 +128,7 @@ func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {
 // every request carries Token as its bearer; the operator's self-signed metrics certificate is
 // not verified (the token grants nothing but reading /metrics). dial, when not nil, opens
 // every connection, e.g. through the cluster provider.
-func (m *MetricsReader) Client(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
+func (m *Reader) Client(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: &bearerTransport{reader: m, next: &http.Transport{
 		DialContext:     dial,
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // self-signed; see above
@@ -136,7 +136,7 @@ func (m *MetricsReader) Client(dial func(ctx context.Context, network, addr stri
 }
 
 type bearerTransport struct {
-	reader *MetricsReader
+	reader *Reader
 	next   http.RoundTripper
 }
 
@@ -150,8 +150,8 @@ func (b *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(req)
 }
 
-// MetricsPort is the number of the pod's container port named "metrics" (the chart's 8443).
-func MetricsPort(p *corev1.Pod) (int32, error) {
+// Port is the number of the pod's container port named "metrics" (the chart's 8443).
+func Port(p *corev1.Pod) (int32, error) {
 	port, found := release.ContainerPort(p, "metrics")
 	if !found {
 		return 0, fmt.Errorf("pod %s/%s has no container port named metrics", p.Namespace, p.Name)
@@ -161,7 +161,7 @@ func MetricsPort(p *corev1.Pod) (int32, error) {
 
 // ScrapePod GETs https://<pod IP>:<port>/metrics with the reader's token, over connections dial
 // opens (however the provider reaches pods), and returns its samples.
-func (m *MetricsReader) ScrapePod(ctx context.Context, p *corev1.Pod, port int32, dial func(ctx context.Context) (net.Conn, error)) (Samples, error) {
+func (m *Reader) ScrapePod(ctx context.Context, p *corev1.Pod, port int32, dial func(ctx context.Context) (net.Conn, error)) (Samples, error) {
 	client := m.Client(func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) })
 	defer client.CloseIdleConnections()
 	url := "https://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port))) + "/metrics"
@@ -198,7 +198,7 @@ type PodScrape struct {
 // ScrapeReadyOperators scrapes /metrics of every ready operator pod of the reader's release that
 // is not being deleted (ScrapePod, over connections dial opens to the pod). The error is for the
 // pods that could not be listed or have no metrics port; a failed scrape is its pod's Err.
-func (m *MetricsReader) ScrapeReadyOperators(ctx context.Context, dial func(ctx context.Context, p *corev1.Pod, port int32) (net.Conn, error)) ([]PodScrape, error) {
+func (m *Reader) ScrapeReadyOperators(ctx context.Context, dial func(ctx context.Context, p *corev1.Pod, port int32) (net.Conn, error)) ([]PodScrape, error) {
 	pods, err := release.OperatorPods(ctx, m.kube, m.rel)
 	if err != nil {
 		return nil, err
@@ -209,7 +209,7 @@ func (m *MetricsReader) ScrapeReadyOperators(ctx context.Context, dial func(ctx 
 		if p.DeletionTimestamp != nil || !release.PodReady(p) {
 			continue
 		}
-		port, err := MetricsPort(p)
+		port, err := Port(p)
 		if err != nil {
 			return nil, err
 		}

@@ -94,7 +94,7 @@ func NewInstaller(kubeconfig string, opts ...InstallerOption) (*Installer, error
 		return nil, fmt.Errorf("building an apiextensions client from %s: %w", kubeconfig, err)
 	}
 	if i.chart == nil {
-		if i.chart, err = chart.LoadChart(); err != nil {
+		if i.chart, err = chart.Load(); err != nil {
 			return nil, err
 		}
 	}
@@ -333,7 +333,7 @@ func DeleteDynamoCRDs(ctx context.Context, crds apiextensionsclient.Interface, d
 	}
 	var names []string
 	for _, crd := range list.Items {
-		if crd.Spec.Group != dynamo.DynamoGroup {
+		if crd.Spec.Group != dynamo.Group {
 			continue
 		}
 		names = append(names, crd.Name)

@@ -221,7 +221,7 @@ func dumpCRDConversion(ctx context.Context, c *Cluster, dir string) error {
 	}
 	var docs [][]byte
 	for _, crd := range crds.Items {
-		if crd.Spec.Group != dynamo.DynamoGroup {
+		if crd.Spec.Group != dynamo.Group {
 			continue
 		}
 		v := view{Name: crd.Name, Annotations: crd.Annotations, Conversion: crd.Spec.Conversion}

@@ -118,7 +118,7 @@ func (p *Provider) reuse(ctx context.Context, req cluster.Request, operator stri
 // operator/Dockerfile, tagged as the chart's defaults name it (dynamo-operator:<appVersion>),
 // so that the suites install exactly what users get from the chart.
 func BuildOperatorImage(ctx context.Context, version string) (string, error) {
-	ch, err := chart.LoadChart()
+	ch, err := chart.Load()
 	if err != nil {
 		return "", err
 	}
