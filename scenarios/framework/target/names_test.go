@@ -7,11 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/install"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 )
 
 func TestServedByReadsGauntletsChart(t *testing.T) {
-	objs, err := install.Render("dynamo", "dynamo-system", nil)
+	objs, err := chart.Render("dynamo", "dynamo-system", nil)
 	require.NoError(t, err)
 	s, err := ServedBy(objs, "dynamo-system", Names{Secret: "webhook-server-cert"})
 	require.NoError(t, err)
@@ -28,7 +28,7 @@ func TestServedByReadsGauntletsChart(t *testing.T) {
 }
 
 func TestServedByReadsTheMountedSecretAndChecksTheNamedOne(t *testing.T) {
-	objs, err := install.Render("dynamo", "dynamo-system", map[string]any{"webhook": map[string]any{"certManager": map[string]any{"enabled": true}}})
+	objs, err := chart.Render("dynamo", "dynamo-system", map[string]any{"webhook": map[string]any{"certManager": map[string]any{"enabled": true}}})
 	require.NoError(t, err)
 	s, err := ServedBy(objs, "dynamo-system", Names{})
 	require.NoError(t, err)
@@ -37,7 +37,7 @@ func TestServedByReadsTheMountedSecretAndChecksTheNamedOne(t *testing.T) {
 	_, err = ServedBy(objs, "dynamo-system", Names{Secret: "other"})
 	require.EqualError(t, err, "names.secret other is not mounted by container operator of Deployment dynamo-operator (it mounts: webhook-server-cert)")
 
-	objs, err = install.Render("dynamo", "dynamo-system", nil)
+	objs, err = chart.Render("dynamo", "dynamo-system", nil)
 	require.NoError(t, err)
 	_, err = ServedBy(objs, "dynamo-system", Names{})
 	require.EqualError(t, err, "container operator of Deployment dynamo-operator mounts no Secret (it reads its certificate some other way): set names.secret to the Secret holding it")
