@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
 func writeConfig(t *testing.T, body string) string {
@@ -16,6 +18,15 @@ func writeConfig(t *testing.T, body string) string {
 	f := filepath.Join(t.TempDir(), "cluster.yaml")
 	require.NoError(t, os.WriteFile(f, []byte(body), 0o600))
 	return f
+}
+
+// workspaceFile is the path of rel (slash-separated, relative to the workspace root), found from
+// the root rather than from this package's depth, which moves when packages move.
+func workspaceFile(t *testing.T, rel string) string {
+	t.Helper()
+	root, err := workspace.Root()
+	require.NoError(t, err)
+	return filepath.Join(root, filepath.FromSlash(rel))
 }
 
 func TestLoadClusterConfig(t *testing.T) {
@@ -36,7 +47,7 @@ func TestLoadClusterConfig(t *testing.T) {
 }
 
 func TestDefaultConfigIsValid(t *testing.T) {
-	c, err := loadClusterConfig(filepath.Join("..", "..", "..", DefaultConfigFile))
+	c, err := loadClusterConfig(workspaceFile(t, DefaultConfigFile))
 	require.NoError(t, err)
 	assert.Len(t, c.Nodes, 1)
 	assert.Empty(t, c.KubeadmConfigPatches, "host quirk patches belong to the preflight, not to kind/cluster.yaml")
@@ -71,7 +82,7 @@ func TestContainerdID(t *testing.T) {
 }
 
 func TestWithPodRange(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "kind", "node-image", "10-ptp.conflist"))
+	raw, err := os.ReadFile(workspaceFile(t, "kind/node-image/10-ptp.conflist"))
 	require.NoError(t, err)
 	out, err := withPodRange(raw, "10.244.1.0/24")
 	require.NoError(t, err)
@@ -84,7 +95,7 @@ func TestWithPodRange(t *testing.T) {
 }
 
 func TestWorkersConfigIsValid(t *testing.T) {
-	c, err := loadClusterConfig(filepath.Join("..", "..", "..", "kind", "cluster-workers.yaml"))
+	c, err := loadClusterConfig(workspaceFile(t, "kind/cluster-workers.yaml"))
 	require.NoError(t, err)
 	assert.Len(t, c.Nodes, 2)
 }
