@@ -137,6 +137,17 @@ e2e: control-plane ## Every suite under e2e/, E2E_JOBS at once (default: what th
 	go run ./scenarios/tools/cmd/e2e-summary -dir $(E2E_OUTPUT) $(if $(filter 1,$(COVER)),-coverage $(COVER_OUTPUT)) || failed=1; \
 	exit $$failed
 
+# The webhook contract (W checks, suite e2e/conformance) against a target: an operator described
+# under scenarios/targets/<name>/target.yaml (docs/targets.md), once per certificate mode it
+# declares, CONFORMANCE_JOBS modes at once. PROVIDER, K8S_VERSION, LABELS, KEEP_CLUSTER as above.
+TARGET           ?= gauntlet
+CONFORMANCE_JOBS ?= 1
+
+.PHONY: e2e-conformance
+e2e-conformance: control-plane ## The W checks against TARGET (a name under scenarios/targets or a path; default gauntlet) in every certificate mode it declares: _output/conformance/<target>/report.md.
+	@go run ./scenarios/tools/cmd/gauntlet-conformance -target $(TARGET) -jobs $(CONFORMANCE_JOBS) -timeout $(E2E_TIMEOUT) \
+	  -out $(OUTPUT)/conformance -- $(filter-out --e2e-output=%,$(E2E_ARGS))
+
 # The e2e matrix: every suite × provider × Kubernetes version, one cell after another, one grid.
 VERSIONS  ?=
 PROVIDERS ?=

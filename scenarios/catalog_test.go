@@ -19,6 +19,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/admission"
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/certmodes"
+	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/contract"
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/conversion"
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/hostile"
 	"github.com/gauntlet-dev/gauntlet/scenarios/catalog/leases"
@@ -40,7 +41,7 @@ type catalogRow struct {
 
 // rowPattern matches a catalog table row's first cell: a linked ID, "[C1](certmodes/automatic.go)",
 // or a planned one, "P3 *(planned)*".
-var rowPattern = regexp.MustCompile(`^\| (?:\[([ACMTHP][0-9]+)\]\(([^)#]+)\)|([ACMTHP][0-9]+) \*\(planned\)\*) \|`)
+var rowPattern = regexp.MustCompile(`^\| (?:\[([ACMTHPW][0-9]+)\]\(([^)#]+)\)|([ACMTHPW][0-9]+) \*\(planned\)\*) \|`)
 
 func readCatalog(t *testing.T) []catalogRow {
 	t.Helper()
@@ -69,7 +70,7 @@ func allFeatures() []types.Feature {
 	plan := leases.QuickPlan
 	topology := release.NewTopology(chart.LeaseTimings{Duration: 6 * time.Second, RenewInterval: 2 * time.Second, GracePeriod: 2 * time.Second})
 	return slices.Concat(admission.Features(), certmodes.Features(), conversion.Features(),
-		leases.Features(topology, &plan), troubleshooting.Features(), hostile.Features())
+		leases.Features(topology, &plan), troubleshooting.Features(), hostile.Features(), contract.Features())
 }
 
 func TestCatalogMatchesScenarioCode(t *testing.T) {

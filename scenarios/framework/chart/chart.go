@@ -93,6 +93,20 @@ func RenderChart(ch *helmchart.Chart, releaseName, namespace string, values map[
 	return objs, nil
 }
 
+// CRDs are the CRDs of ch's crds/ directory, which Helm installs before the templates and
+// RenderChart leaves out.
+func CRDs(ch *helmchart.Chart) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	for _, crd := range ch.CRDObjects() {
+		decoded, err := DecodeManifest(string(crd.File.Data))
+		if err != nil {
+			return nil, fmt.Errorf("chart %s: %s: %w", ch.Name(), crd.Filename, err)
+		}
+		objs = append(objs, decoded...)
+	}
+	return objs, nil
+}
+
 // DecodeManifest splits a multi-document YAML manifest (as Helm produces it) into objects,
 // skipping empty documents.
 func DecodeManifest(manifest string) ([]*unstructured.Unstructured, error) {

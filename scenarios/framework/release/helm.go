@@ -130,19 +130,39 @@ func (i *Installer) helm(namespace string) (*action.Configuration, error) {
 // certificate when r.Serving is nil. It does not wait for the operator; see WaitReady.
 func (i *Installer) Install(ctx context.Context, r *chart.Release) error {
 	took, err := i.runHelm(ctx, r, "install", func(cfg *action.Configuration, vals map[string]any) error {
-		client := action.NewInstall(cfg)
-		client.ReleaseName = r.Name
-		client.Namespace = r.Namespace
-		client.CreateNamespace = true
-		client.Timeout = helmTimeout
-		_, err := client.RunWithContext(ctx, i.chart, vals)
-		return err
+		return install(ctx, cfg, i.chart, r.Name, r.Namespace, vals)
 	})
 	if err != nil {
 		return err
 	}
 	i.logf("helm install %s: %s mode into namespace %s (%.1fs)", r.Name, r.Mode, r.Namespace, took.Seconds())
 	return nil
+}
+
+// InstallChart installs ch, any chart, as release name into namespace (created if need be)
+// with values, like `helm install`; it does not wait. A target's chart is installed so.
+func (i *Installer) InstallChart(ctx context.Context, ch *helmchart.Chart, name, namespace string, values map[string]any) error {
+	cfg, err := i.helm(namespace)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := install(ctx, cfg, ch, name, namespace, values); err != nil {
+		return fmt.Errorf("helm install of chart %s as %s/%s: %w (values: %v)", ch.Name(), namespace, name, err, values)
+	}
+	i.logf("helm install %s (chart %s %s) into namespace %s (%.1fs)", name, ch.Name(), ch.Metadata.Version, namespace, time.Since(start).Seconds())
+	return nil
+}
+
+// install runs `helm install` of ch as release name into namespace, creating it.
+func install(ctx context.Context, cfg *action.Configuration, ch *helmchart.Chart, name, namespace string, values map[string]any) error {
+	client := action.NewInstall(cfg)
+	client.ReleaseName = name
+	client.Namespace = namespace
+	client.CreateNamespace = true
+	client.Timeout = helmTimeout
+	_, err := client.RunWithContext(ctx, ch, values)
+	return err
 }
 
 // Upgrade runs `helm upgrade` of an installed release with exactly r's current values (defaults

@@ -34,6 +34,11 @@ type options struct {
 	// stressArg is --stress as given; stress is its value once complete has read it.
 	stressArg string
 	stress    int
+	// target and targetMode name what a suite of targets installs (Spec.Targets).
+	target, targetMode string
+	// name replaces the suite's own name in its reports, output directory and cluster: one
+	// suite run several ways at once (a target in each of its modes) needs a name for each.
+	name string
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -44,6 +49,9 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.output, "e2e-output", os.Getenv("GAUNTLET_E2E_OUTPUT"), "Directory of the suites' reports (default <workspace>/_output/e2e; env GAUNTLET_E2E_OUTPUT).")
 	fs.StringVar(&o.clusterName, "cluster-name", "", "Cluster name (default e2e-<suite>, plus -<pid> unless the cluster is kept).")
 	fs.StringVar(&o.coverDir, "cover-dir", os.Getenv("GAUNTLET_COVER_DIR"), "Run a coverage-instrumented operator whose processes write their counters into DIR/<suite> (local provider only; env GAUNTLET_COVER_DIR; make e2e COVER=1).")
+	fs.StringVar(&o.name, "suite-name", "", "This run's name in reports, its output directory and its cluster (default the suite's own), for one suite run several ways at once.")
+	fs.StringVar(&o.target, "target", envOr("GAUNTLET_TARGET", DefaultTarget), "Suites of targets: the target to install, a name under scenarios/targets or a path (env GAUNTLET_TARGET; make TARGET=…).")
+	fs.StringVar(&o.targetMode, "target-mode", os.Getenv("GAUNTLET_TARGET_MODE"), "Suites of targets: its certificate mode, selfManaged, certManager or external (default the target's first; env GAUNTLET_TARGET_MODE).")
 	fs.StringVar(&o.stressArg, "stress", os.Getenv("GAUNTLET_STRESS"), "Run N CPU-bound worker processes beside the suite, from before the cluster's creation to its last check (default 0; env GAUNTLET_STRESS; make e2e STRESS=N).")
 }
 
@@ -100,23 +108,17 @@ func (o *options) complete(suite string) error {
 	return nil
 }
 
-// startCluster asks the chosen provider for the suite's cluster and connects to it.
-func startCluster(ctx context.Context, o options, certManager bool, pr *progress) (*Cluster, bool, error) {
+// startCluster asks the chosen provider for the suite's cluster (what req says it needs, under
+// the names and versions o gives) and connects to it.
+func startCluster(ctx context.Context, o options, req cluster.Request, pr *progress) (*Cluster, bool, error) {
 	provider, err := cluster.Lookup(o.provider)
 	if err != nil {
 		return nil, false, err
 	}
-	h, err := provider.Start(ctx, cluster.Request{
-		Name:              o.clusterName,
-		KubernetesVersion: o.kubernetesVersion,
-		OperatorVersion:   o.operatorVersion,
-		Keep:              o.keepCluster,
-		CertManager:       certManager,
-		CoverDir:          o.coverDir,
-
-		Progress: pr.writer(),
-		Step:     pr.step,
-	})
+	req.Name, req.KubernetesVersion, req.OperatorVersion = o.clusterName, o.kubernetesVersion, o.operatorVersion
+	req.Keep, req.CoverDir = o.keepCluster, o.coverDir
+	req.Progress, req.Step = pr.writer(), pr.step
+	h, err := provider.Start(ctx, req)
 	if err != nil {
 		return nil, false, err
 	}

@@ -71,6 +71,11 @@ type Spec struct {
 	// BeforeInstall runs after the cluster is up and before Release is installed, e.g. to
 	// create the Issuer a release's issuerRef names. It may change the release.
 	BeforeInstall func(ctx context.Context, c *Cluster, r *chart.Release) error
+	// Targets installs, instead of Release, the target --target names (env GAUNTLET_TARGET,
+	// default DefaultTarget) in the certificate mode --target-mode names (env
+	// GAUNTLET_TARGET_MODE, default its first declared one), and hands it to the scenarios
+	// through TargetFrom.
+	Targets bool
 	// Features are the scenarios. Features labelled certmode=<mode> run only when Release is
 	// installed in one of those modes.
 	Features []types.Feature
@@ -86,10 +91,12 @@ type Suite struct {
 	cfg      *envconf.Config
 	recorder *report.Recorder
 
-	cluster  *Cluster
-	reused   bool
-	release  *chart.Release
-	setupErr error
+	cluster    *Cluster
+	reused     bool
+	release    *chart.Release
+	target     *target.Target
+	targetMode string
+	setupErr   error
 	// creation is the cluster's creation while it runs (nil before and after): an interrupt
 	// stops it and waits for it to end (deleteClusterOnInterrupt).
 	creation *creation
@@ -122,6 +129,15 @@ func (s *Suite) Run(m *testing.M) int {
 		return 2
 	}
 	s.cfg = cfg
+	if s.opts.name != "" {
+		s.spec.Name = s.opts.name
+	}
+	if s.spec.Targets {
+		if s.target, s.targetMode, err = loadTarget(s.opts.target, s.opts.targetMode); err != nil {
+			fmt.Fprintf(os.Stderr, "suite %s: %v\n", s.spec.Name, err)
+			return 2
+		}
+	}
 	if err := s.opts.complete(s.spec.Name); err != nil {
 		fmt.Fprintf(os.Stderr, "suite %s: %v\n", s.spec.Name, err)
 		return 2
@@ -148,8 +164,12 @@ func (s *Suite) Run(m *testing.M) int {
 			ids = append(ids, scenarioID(f))
 		}
 	}
-	s.progress.printf("suite %s: provider %s, Kubernetes %s, operator %s; scenarios %s; reports in %s",
-		s.spec.Name, s.opts.provider, s.opts.kubernetesVersion, s.opts.operatorVersion, strings.Join(ids, " "), s.outputDir())
+	under := "operator " + s.opts.operatorVersion
+	if s.target != nil {
+		under = fmt.Sprintf("target %s (%s mode)", s.target.Name, s.targetMode)
+	}
+	s.progress.printf("suite %s: provider %s, Kubernetes %s, %s; scenarios %s; reports in %s",
+		s.spec.Name, s.opts.provider, s.opts.kubernetesVersion, under, strings.Join(ids, " "), s.outputDir())
 
 	stopWatching := s.deleteClusterOnInterrupt()
 	defer stopWatching()
@@ -158,7 +178,7 @@ func (s *Suite) Run(m *testing.M) int {
 		s.progress.printf("✗ %v", err)
 		return 1
 	}
-	s.env.Setup(s.setupCluster, s.setupRelease)
+	s.env.Setup(s.setupCluster, s.setupRelease, s.setupTarget)
 	code := s.env.Run(m)
 
 	if s.setupErr != nil {
@@ -220,6 +240,9 @@ func ArtifactsDir(output, suite, of string) string {
 
 // suiteMode is the certificate mode scenarios are filtered by ("" without a release).
 func (s *Suite) suiteMode() string {
+	if s.target != nil {
+		return s.targetMode
+	}
 	if s.spec.Release == nil {
 		return ""
 	}
@@ -266,6 +289,11 @@ func checkIDs(feats []types.Feature) error {
 }
 
 func (s *Suite) setupCluster(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	req, err := s.clusterRequest(ctx)
+	if err != nil {
+		s.setupErr = err
+		return ctx, err
+	}
 	// The creation's own context: an interrupt cancels it, and the provider deletes the
 	// cluster it could not finish. Processes of a finished cluster do not depend on it.
 	createCtx, cancel := context.WithCancel(ctx)
@@ -273,7 +301,7 @@ func (s *Suite) setupCluster(ctx context.Context, cfg *envconf.Config) (context.
 	s.mu.Lock()
 	s.creation = cr
 	s.mu.Unlock()
-	c, reused, err := startCluster(createCtx, s.opts, s.spec.CertManager, s.progress)
+	c, reused, err := startCluster(createCtx, s.opts, req, s.progress)
 	s.mu.Lock()
 	s.cluster, s.reused, s.creation = c, reused, nil
 	s.mu.Unlock()

@@ -1,0 +1,153 @@
+// Command gauntlet-conformance runs the webhook contract's suite (e2e/conformance) against one
+// target, once per certificate mode it declares, each in its own cluster, and writes the grid
+// of W checks × modes (`make e2e-conformance TARGET=<name|path>`):
+//
+//	go run ./scenarios/tools/cmd/gauntlet-conformance -target gatekeeper -out _output/conformance -- --provider=local
+//
+// The arguments after -- go to every run of the suite (go test … -args). It builds the
+// target's binaries first, so the runs find them cached. Results: <out>/<target>/report.md,
+// summary.json (the grid), and each mode's own report, log and artifacts under
+// <out>/<target>/<mode>/. It exits 1 when a cell is unexpected: a failure the description
+// does not declare, or a declared divergence that no longer reproduces.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/report"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/target"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
+	"github.com/gauntlet-dev/gauntlet/scenarios/tools/conformance"
+	"github.com/gauntlet-dev/gauntlet/scenarios/tools/suiterun"
+)
+
+func main() {
+	name := flag.String("target", suite.DefaultTarget, "the target: a name under scenarios/targets, or a path to its description")
+	jobs := flag.Int("jobs", 1, "how many modes run at once, each its own cluster")
+	timeout := flag.String("timeout", "30m", "go test -timeout of each mode's run")
+	out := flag.String("out", "_output/conformance", "where the grid and each mode's report go: <out>/<target>/")
+	flag.Parse()
+	os.Exit(run(*name, *jobs, *timeout, *out, flag.Args()))
+}
+
+func run(name string, jobs int, timeout, out string, suiteArgs []string) int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "conformance: "+format+"\n", args...)
+		return 2
+	}
+	root, err := workspace.Root()
+	if err != nil {
+		return fail("%v", err)
+	}
+	path, err := suite.TargetPath(name)
+	if err != nil {
+		return fail("%v", err)
+	}
+	t, err := target.Load(path)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if out, err = filepath.Abs(filepath.Join(out, t.Name)); err != nil {
+		return fail("%v", err)
+	}
+	if err := os.RemoveAll(out); err != nil {
+		return fail("%v", err)
+	}
+	if err := os.MkdirAll(out, 0o750); err != nil {
+		return fail("%v", err)
+	}
+	ctx, stop := suiterun.CancelOnSignal(context.Background(), func(os.Signal, bool) {})
+	defer stop()
+
+	start := time.Now()
+	fmt.Printf("conformance: target %s (%s), modes %s; building its binaries …\n", t.Name, describeSource(t), strings.Join(t.CertModes.Declared(), ", "))
+	if _, err := t.Binaries(ctx, os.Stdout); err != nil {
+		return fail("%v", err)
+	}
+	modes := t.CertModes.Declared()
+	pid := strconv.Itoa(os.Getpid() % 100000)
+	r := suiterun.New(suiterun.Options{
+		Suites: modes, Jobs: jobs, Output: out, Display: suiterun.Plain{W: os.Stdout},
+		Command: func(ctx context.Context, mode string) *exec.Cmd {
+			args := append([]string{"--target=" + path, "--target-mode=" + mode, "--suite-name=" + mode,
+				"--e2e-output=" + out, "--cluster-name=" + "w-" + t.Name + "-" + strings.ToLower(mode) + "-" + pid}, suiteArgs...)
+			return suiterun.GoTest(root, timeout, args)(ctx, "conformance")
+		},
+	})
+	r.Run(ctx)
+
+	summaries, logs := map[string]*report.Summary{}, map[string]string{}
+	for _, m := range modes {
+		logs[m] = filepath.Join(suiterun.DisplayPath(out), m, suiterun.LogFile)
+		s, err := report.ReadSummary(filepath.Join(out, m, report.SummaryFile))
+		if err != nil {
+			summaries[m] = nil
+			continue
+		}
+		summaries[m] = &s
+	}
+	g := conformance.NewGrid(t, summaries, logs)
+	if err := writeReport(out, t, g, summaries); err != nil {
+		return fail("%v", err)
+	}
+	fmt.Printf("\n%s\nconformance: target %s in %s; report: %s\n", g.Markdown(), t.Name, time.Since(start).Round(time.Second),
+		filepath.Join(suiterun.DisplayPath(out), "report.md"))
+	if g.Failed() {
+		return 1
+	}
+	return 0
+}
+
+func describeSource(t *target.Target) string {
+	switch s := t.Source; {
+	case s.Module != nil:
+		return s.Module.Path + "@" + s.Module.Version
+	case s.Dir != "":
+		return "source " + filepath.Join(t.Dir(), s.Dir)
+	}
+	return "images " + strings.Join(t.Source.Images, ", ")
+}
+
+// writeReport writes report.md (the grid, what was changed from the chart's defaults and why,
+// where each mode's report is) and summary.json (the grid's cells).
+func writeReport(out string, t *target.Target, g conformance.Grid, summaries map[string]*report.Summary) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Conformance of target %s\n\n%s\n\nSource: %s. Chart %s, release %s in namespace %s.\n\n",
+		t.Name, t.Description, describeSource(t), t.Chart.Path, t.Chart.Release, t.Chart.Namespace)
+	for _, s := range summaries {
+		if s != nil {
+			fmt.Fprintf(&b, "Provider %s, Kubernetes %s.\n\n", s.Provider, s.KubernetesVersion)
+			break
+		}
+	}
+	b.WriteString(g.Markdown())
+	if len(t.Chart.Overrides) > 0 {
+		b.WriteString("\n## Chart values changed from the defaults users get\n\n")
+		for _, o := range t.Chart.Overrides {
+			fmt.Fprintf(&b, "- `%s`: %s\n", o.Value, o.Why)
+		}
+	}
+	b.WriteString("\n## Each mode's report\n\n")
+	for _, m := range t.CertModes.Declared() {
+		fmt.Fprintf(&b, "- %s: [%s](%s/%s), [%s](%s/%s), [%s](%s/%s), artifacts of failures under %s/artifacts/\n", m,
+			report.SummaryFile, m, report.SummaryFile, report.JUnitFile, m, report.JUnitFile, suiterun.LogFile, m, suiterun.LogFile, m)
+	}
+	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte(b.String()), 0o644); err != nil { //nolint:gosec // G306: a report for people to read
+		return err
+	}
+	data, err := json.MarshalIndent(g, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, report.SummaryFile), append(data, '\n'), 0o644) //nolint:gosec // G306: a report for people to read
+}

@@ -1,0 +1,70 @@
+package conformance
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/report"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/target"
+)
+
+func summary(results map[string]report.Outcome) *report.Summary {
+	s := &report.Summary{}
+	for id, r := range results {
+		details := map[string]any{}
+		if r == report.Failed {
+			details[report.MessageKey] = id + " failed: expected a, saw b"
+		}
+		s.Scenarios = append(s.Scenarios, report.Scenario{ID: id, Title: "check " + id, Result: r, Details: details})
+	}
+	return s
+}
+
+func TestGridJudgesEveryCheckInEveryMode(t *testing.T) {
+	tg := &target.Target{Name: "demo",
+		CertModes: target.CertModes{SelfManaged: &target.CertMode{}, CertManager: &target.CertMode{},
+			NotApplicable: map[string]string{target.External: "no caBundle value"}},
+		Divergences: []target.Divergence{
+			{Check: "W2", Modes: []string{target.SelfManaged}, Why: "serves a self-signed leaf", Link: "https://example.com/1"},
+			{Check: "W3", Why: "patches twice", Link: "https://example.com/2"},
+		}}
+	g := NewGrid(tg, map[string]*report.Summary{
+		target.SelfManaged: summary(map[string]report.Outcome{"W1": report.Passed, "W2": report.Failed, "W3": report.Failed, "W10": report.Failed}),
+		target.CertManager: summary(map[string]report.Outcome{"W1": report.Passed, "W2": report.Failed, "W3": report.Passed}),
+	}, nil)
+	assert.Equal(t, []string{"W1", "W2", "W3", "W10"}, g.Checks, "catalog order")
+	verdicts := map[string][]Verdict{}
+	for _, id := range g.Checks {
+		for _, m := range Modes {
+			verdicts[id] = append(verdicts[id], g.Cells[id][m].Verdict)
+		}
+	}
+	assert.Equal(t, map[string][]Verdict{
+		"W1":  {Pass, Pass, NotApplicable},
+		"W2":  {Reproduced, Unexpected, NotApplicable}, // declared for selfManaged only
+		"W3":  {Reproduced, NoLonger, NotApplicable},
+		"W10": {Unexpected, NotRun, NotApplicable},
+	}, verdicts)
+	assert.True(t, g.Failed())
+	md := g.Markdown()
+	assert.Contains(t, md, "| W2 check W2 | ⚠️ | ❌ | ➖ |")
+	assert.Contains(t, md, "- **W2, certManager** ❌ W2 failed: expected a, saw b")
+	assert.Contains(t, md, "- **W3, certManager** ❗ declared divergence no longer reproduces (patches twice): remove it from the description")
+	assert.Contains(t, md, "- **external** ➖ no caBundle value")
+}
+
+func TestAGridOfPassesAndReproducedDivergencesSucceeds(t *testing.T) {
+	tg := &target.Target{Name: "demo", CertModes: target.CertModes{SelfManaged: &target.CertMode{}},
+		Divergences: []target.Divergence{{Check: "W2", Why: "x", Link: "https://example.com"}}}
+	g := NewGrid(tg, map[string]*report.Summary{target.SelfManaged: summary(map[string]report.Outcome{"W1": report.Passed, "W2": report.Failed})}, nil)
+	assert.False(t, g.Failed())
+}
+
+func TestAModeWithoutSummaryIsUnexpected(t *testing.T) {
+	tg := &target.Target{Name: "demo", CertModes: target.CertModes{SelfManaged: &target.CertMode{}, CertManager: &target.CertMode{}}}
+	g := NewGrid(tg, map[string]*report.Summary{target.SelfManaged: summary(map[string]report.Outcome{"W1": report.Passed}), target.CertManager: nil},
+		map[string]string{target.CertManager: "out/certManager/go-test.log"})
+	assert.Equal(t, Cell{Unexpected, "the suite wrote no summary: see out/certManager/go-test.log"}, g.Cells["W1"][target.CertManager])
+	assert.True(t, g.Failed())
+}
