@@ -94,7 +94,7 @@ func TestBuildGatekeeper(t *testing.T) {
 	bin, err := Build(ctx, gatekeeper, "v3.23.1", ".", testWriter{t})
 	require.NoError(t, err)
 	out, _ := exec.CommandContext(ctx, bin, "--help").CombinedOutput() //nolint:gosec // G204: the binary this test built
-	assert.Contains(t, string(out), "--cert-dir", "Gatekeeper's manager prints its flags")
+	assert.Contains(t, string(out), "  -cert-dir string", "Gatekeeper's manager prints its flags")
 	st, err := os.Stat(bin)
 	require.NoError(t, err)
 	t.Logf("%s: %d MB", bin, st.Size()>>20)
@@ -104,6 +104,9 @@ func TestBuildGatekeeper(t *testing.T) {
 	chart, err := ChartDir(dir, "charts/gatekeeper")
 	require.NoError(t, err)
 	assert.FileExists(t, filepath.Join(chart, "values.yaml"))
+	_, err = ChartDir(dir, "charts/gatekeepr")
+	require.ErrorContains(t, err, "it has these charts: charts/gatekeeper")
+	t.Log(err)
 }
 
 type testWriter struct{ t *testing.T }
