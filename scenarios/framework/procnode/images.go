@@ -30,7 +30,7 @@ func (m imageMap) resolve(image string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	repo := imageRepository(image)
+	repo := ImageRepository(image)
 	bin, ok := entries[repo]
 	if !ok {
 		return "", &errImageNotMapped{image: image, repository: repo, file: m.file}
@@ -56,14 +56,14 @@ func readImageMap(file string) (map[string]string, error) {
 	}
 	normalised := make(map[string]string, len(entries))
 	for repo, bin := range entries {
-		normalised[imageRepository(repo)] = bin
+		normalised[ImageRepository(repo)] = bin
 	}
 	return normalised, nil
 }
 
-// imageRepository strips the tag and digest and Docker Hub's implicit prefixes, so that
+// ImageRepository strips the tag and digest and Docker Hub's implicit prefixes, so that
 // "nginx:1.27", "docker.io/library/nginx@sha256:…" and "nginx" all name "nginx".
-func imageRepository(image string) string {
+func ImageRepository(image string) string {
 	repo := image
 	if i := strings.Index(repo, "@"); i >= 0 {
 		repo = repo[:i]

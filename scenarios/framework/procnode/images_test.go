@@ -19,8 +19,8 @@ func TestImageRepositoryIgnoresTagDigestAndDockerHubPrefix(t *testing.T) {
 		"docker.io/bitnami/kubectl:latest":                   "bitnami/kubectl",
 		"nginx":                                              "nginx",
 	} {
-		got := imageRepository(image)
-		assert.Equal(t, want, got, "imageRepository(%q) = %q, want %q", image, got, want)
+		got := ImageRepository(image)
+		assert.Equal(t, want, got, "ImageRepository(%q) = %q, want %q", image, got, want)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/procnode"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -47,7 +48,11 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	p := NewProvider()
 	p.WithName(req.Name)
 	p.WithVersion(req.KubernetesVersion)
-	p.WithOpts(WithProgress(req.Progress), WithImages(map[string]string{OperatorImage: operator}), WithImages(req.Images))
+	images := map[string]string{OperatorImage: operator}
+	for ref, bin := range req.Images {
+		images[procnode.ImageRepository(ref)] = bin
+	}
+	p.WithOpts(WithProgress(req.Progress), WithImages(images))
 	if req.CoverDir != "" {
 		p.WithOpts(WithCoverDir(req.CoverDir))
 	}
@@ -91,7 +96,7 @@ func checkReusable(ctx context.Context, p *Provider, req cluster.Request, operat
 		problems = append(problems, fmt.Sprintf("it maps image %s to %q, this run built %q (another --operator-version?)", OperatorImage, got, operator))
 	}
 	for _, image := range slices.Sorted(maps.Keys(req.Images)) {
-		if got := cfg.Images[image]; got != req.Images[image] {
+		if got := cfg.Images[procnode.ImageRepository(image)]; got != req.Images[image] {
 			problems = append(problems, fmt.Sprintf("it maps image %s to %q, this run built %q", image, got, req.Images[image]))
 		}
 	}
