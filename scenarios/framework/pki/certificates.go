@@ -53,6 +53,9 @@ func NewCertificateAuthority(commonName string, validity time.Duration) (*Certif
 	return &CertificateAuthority{Cert: cert, PEM: certPEM, key: key}, nil
 }
 
+// CABundle is the CA as a caBundle value (webhook.caBundle) wants it: base64 of the PEM.
+func (ca *CertificateAuthority) CABundle() string { return base64.StdEncoding.EncodeToString(ca.PEM) }
+
 // LeafOptions describe a serving certificate. The zero values of NotBefore and NotAfter mean
 // "an hour ago" and "in a year"; scenarios set them to make expired or not-yet-valid
 // certificates, and DNSNames to make certificates for the wrong host.

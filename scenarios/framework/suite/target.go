@@ -111,10 +111,20 @@ func installTarget(ctx context.Context, c *Cluster, t *target.Target, mode strin
 		return nil, fmt.Errorf("loading the chart of target %s from %s: %w", t.Name, dir, err)
 	}
 	ns, name := t.Chart.Namespace, t.Chart.Release
-	values := t.Values(mode, "")
+	// External mode's CA is made first: a chart may refuse to render without a caBundle, and
+	// the serving certificate it signs needs the Service's name, which the rendered chart gives.
+	var ca *pki.CertificateAuthority
+	caBundle := ""
+	if mode == target.External {
+		if ca, err = pki.NewCertificateAuthority("gauntlet external CA for target "+t.Name, 10*365*24*time.Hour); err != nil {
+			return nil, err
+		}
+		caBundle = ca.CABundle()
+	}
+	values := t.Values(mode, caBundle)
 	objs, err := chart.RenderChart(ch, name, ns, values)
 	if err != nil {
-		return nil, fmt.Errorf("%w\n(values: %v)", err, values)
+		return nil, fmt.Errorf("%w (values: %v)", err, values)
 	}
 	crds, err := chart.CRDs(ch)
 	if err != nil {
@@ -127,15 +137,14 @@ func installTarget(ctx context.Context, c *Cluster, t *target.Target, mode strin
 	if err := release.EnsureNamespace(ctx, c.Kube(), ns); err != nil {
 		return nil, err
 	}
-	if mode == target.External {
-		sc, err := pki.NewServingCertificate(served.ServiceHost())
+	if ca != nil {
+		sc, err := ca.Issue(pki.LeafOptions{DNSNames: []string{served.ServiceHost()}})
 		if err != nil {
 			return nil, err
 		}
 		if err := release.ApplySecret(ctx, c.Kube(), pki.ServingSecret(ns, served.Secret, sc, false)); err != nil {
 			return nil, err
 		}
-		values = t.Values(mode, sc.CABundle())
 	}
 	if err := applyManifests(ctx, c, t, t.CertModes.Mode(mode).Setup, ns); err != nil {
 		return nil, err
