@@ -99,7 +99,7 @@ func TestEveryProblemIsReportedByFileAndLine(t *testing.T) {
 		{"a number where a string goes", "version: v1.2.3", "version: 3",
 			[]string{`3: field source.module.version: want a string, got int "3"`}},
 		{"a string where a mapping goes", "  selfManaged:\n    rotation: {procedure: deleteSecret, within: 2m}\n", "  selfManaged: yes\n",
-			[]string{`11: field certModes.selfManaged: want a mapping of values, setup, rotation, got str "yes"`}},
+			[]string{`11: field certModes.selfManaged: want a mapping of values, setup, overrides, rotation, got str "yes"`}},
 		{"a value outside the enum", "procedure: deleteSecret", "procedure: restart",
 			[]string{`12: field certModes.selfManaged.rotation.procedure: "restart" is not one of deleteSecret, renewCertificate`}},
 		{"a value off the pattern", "name: demo", "name: Demo_Operator",

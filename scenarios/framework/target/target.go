@@ -84,9 +84,10 @@ type CertModes struct {
 
 // CertMode is how to install the target in one certificate mode.
 type CertMode struct {
-	Values   map[string]any `yaml:"values,omitempty" doc:"Chart values for this mode, merged over chart.values."`
-	Setup    []string       `yaml:"setup,omitempty" doc:"Manifests (paths relative to this file) applied in the release namespace before the install in this mode, e.g. the Issuer and Certificate a chart expects to find."`
-	Rotation *Rotation      `yaml:"rotation,omitempty" doc:"How to make the serving certificate rotate during a check; without it, rotation checks are not applicable in this mode."`
+	Values    map[string]any `yaml:"values,omitempty" doc:"Chart values for this mode, merged over chart.values."`
+	Setup     []string       `yaml:"setup,omitempty" doc:"Manifests (paths relative to this file) applied in the release namespace before the install in this mode, e.g. the Issuer and Certificate a chart expects to find."`
+	Overrides []Override     `yaml:"overrides,omitempty" doc:"Why each value of this mode goes beyond what the target documents for the mode. The report lists them."`
+	Rotation  *Rotation      `yaml:"rotation,omitempty" doc:"How to make the serving certificate rotate during a check; without it, rotation checks are not applicable in this mode."`
 }
 
 // Rotation is how a check makes the serving certificate rotate.

@@ -131,11 +131,18 @@ func writeReport(out string, t *target.Target, g conformance.Grid, summaries map
 		}
 	}
 	b.WriteString(g.Markdown())
-	if len(t.Chart.Overrides) > 0 {
-		b.WriteString("\n## Chart values changed from the defaults users get\n\n")
-		for _, o := range t.Chart.Overrides {
-			fmt.Fprintf(&b, "- `%s`: %s\n", o.Value, o.Why)
+	overrides := func(heading string, list []target.Override) {
+		if len(list) == 0 {
+			return
 		}
+		b.WriteString("\n## " + heading + "\n\n")
+		for _, o := range list {
+			fmt.Fprintf(&b, "- `%s`: %s\n", o.Value, strings.Join(strings.Fields(o.Why), " "))
+		}
+	}
+	overrides("Chart values changed from the defaults users get", t.Chart.Overrides)
+	for _, m := range t.CertModes.Declared() {
+		overrides("Values of mode "+m+" beyond what the target documents for it", t.CertModes.Mode(m).Overrides)
 	}
 	b.WriteString("\n## Each mode's report\n\n")
 	for _, m := range t.CertModes.Declared() {
