@@ -87,10 +87,13 @@ cluster-logs: cluster-cli ## Export CLUSTER's logs to _output/cluster-logs/CLUST
 	@$(CLUSTER_CLI) logs --provider $(PROVIDER) --name $(CLUSTER) --dest $(OUTPUT)/cluster-logs/$(CLUSTER)
 
 .PHONY: test
-test: lint control-plane kind-host-check kind-node-image ## Lint, every module's tests (unit, envtest, chart, every e2e suite on local), suite autocert on kind, a short fuzz run.
+test: lint control-plane kind-host-check kind-node-image ## Lint, every module's tests (unit, envtest, chart, every e2e suite on local), the W checks against Gatekeeper on local, suite autocert on kind, a short fuzz run.
 	@mkdir -p $(OUTPUT)/test
 	@echo "• go test ($(PACKAGES)); full log: $(OUTPUT)/test/go-test.log"
 	@go test -count=1 -v -timeout 30m $(PACKAGES) 2>&1 | tee $(OUTPUT)/test/go-test.log | hack/test-summary.sh
+	@echo "• the webhook contract against Gatekeeper on local (built from its module once, then cached); full log: $(OUTPUT)/test/conformance-gatekeeper.log"
+	@go run ./scenarios/tools/cmd/gauntlet-conformance -target gatekeeper -out $(OUTPUT)/test/conformance -- --provider=local \
+	  2>&1 | tee $(OUTPUT)/test/conformance-gatekeeper.log
 	@echo "• e2e suite autocert on kind (node image built or cached first); full log: $(OUTPUT)/test/e2e-kind.log"
 	@go test -count=1 -v -timeout 45m ./e2e/autocert -args --provider=kind --e2e-output=$(CURDIR)/$(OUTPUT)/test/e2e-kind \
 	  2>&1 | tee $(OUTPUT)/test/e2e-kind.log | hack/test-summary.sh
