@@ -29,10 +29,10 @@ type Request struct {
 	Keep bool
 	// CertManager asks for cert-manager's controllers and cainjector.
 	CertManager bool
-	// Images are further images the cluster's pods run, by the reference a chart renders, each a
-	// static binary built for it (a target's, say): local runs the binary for the image, kind
-	// builds the image FROM scratch around it.
-	Images map[string]string
+	// Images are further images the cluster's pods run, by the reference a chart renders (a
+	// target's, say): local runs the binary for the image, kind builds the image FROM scratch
+	// around it.
+	Images map[string]Image
 	// CoverDir, when set, asks for a coverage-instrumented operator whose processes write their
 	// counters there when they exit (`make e2e COVER=1`). Only the local provider offers it.
 	CoverDir string
@@ -40,6 +40,12 @@ type Request struct {
 	Progress io.Writer
 	// Step runs one named step of the suite's progress.
 	Step func(title string, fn func() error) error
+}
+
+// Image is a static binary built for an image a chart names, and the path the chart's command
+// runs it as ("" when the chart runs the image's entrypoint).
+type Image struct {
+	Binary, Entrypoint string
 }
 
 // CreateOrReuse is what a provider does with the cluster req names: create makes it when none

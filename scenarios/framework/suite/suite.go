@@ -96,6 +96,7 @@ type Suite struct {
 	release    *chart.Release
 	target     *target.Target
 	targetMode string
+	rendered   *rendered // the target's chart, rendered before the cluster is made
 	setupErr   error
 	// creation is the cluster's creation while it runs (nil before and after): an interrupt
 	// stops it and waits for it to end (deleteClusterOnInterrupt).

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	helmchart "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -83,6 +84,81 @@ func loadTarget(name, mode string) (*target.Target, string, error) {
 	return t, mode, nil
 }
 
+// rendered is a target's chart rendered for its mode, before any cluster exists: what the
+// cluster must run (its images, their programs) and what the install needs.
+type rendered struct {
+	chart  *helmchart.Chart
+	values map[string]any
+	served target.Served
+	// entrypoints are the programs the chart runs each image as (target.Entrypoints).
+	entrypoints map[string]string
+	// ca signs external mode's serving certificate (nil in the other modes). It is made first:
+	// a chart may refuse to render without a caBundle.
+	ca *pki.CertificateAuthority
+}
+
+// render loads t's chart (from its module, fetched if need be, or its directory) and renders
+// it in mode with the values its description gives.
+func render(ctx context.Context, t *target.Target, mode string) (*rendered, error) {
+	dir, err := t.ChartDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &rendered{}
+	if r.chart, err = loader.Load(dir); err != nil {
+		return nil, fmt.Errorf("loading the chart of target %s from %s: %w", t.Name, dir, err)
+	}
+	caBundle := ""
+	if mode == target.External {
+		if r.ca, err = pki.NewCertificateAuthority("gauntlet external CA for target "+t.Name, 10*365*24*time.Hour); err != nil {
+			return nil, err
+		}
+		caBundle = r.ca.CABundle()
+	}
+	r.values = t.Values(mode, caBundle)
+	objs, err := chart.RenderChart(r.chart, t.Chart.Release, t.Chart.Namespace, r.values)
+	if err != nil {
+		return nil, fmt.Errorf("%w (values: %v)", err, r.values)
+	}
+	crds, err := chart.CRDs(r.chart)
+	if err != nil {
+		return nil, err
+	}
+	if r.served, err = target.ServedBy(slices.Concat(crds, objs), t.Chart.Namespace, t.Names); err != nil {
+		return nil, fmt.Errorf("reading target %s's rendered chart: %w", t.Name, err)
+	}
+	if r.entrypoints, err = target.Entrypoints(objs); err != nil {
+		return nil, fmt.Errorf("target %s's rendered chart: %w", t.Name, err)
+	}
+	return r, nil
+}
+
+// clusterRequest says what the suite's cluster needs: cert-manager for a release or target in
+// that mode, and the target's images — its binaries built, its chart rendered for the programs
+// the images run as.
+func (s *Suite) clusterRequest(ctx context.Context) (cluster.Request, error) {
+	req := cluster.Request{CertManager: s.spec.CertManager}
+	if s.target == nil {
+		return req, nil
+	}
+	req.CertManager = req.CertManager || s.targetMode == target.CertManager
+	err := s.progress.step("Building the binaries of target "+s.target.Name, func() error {
+		binaries, err := s.target.Binaries(ctx, s.progress.writer())
+		if err != nil {
+			return err
+		}
+		if s.rendered, err = render(ctx, s.target, s.targetMode); err != nil {
+			return err
+		}
+		req.Images = map[string]cluster.Image{}
+		for ref, bin := range binaries {
+			req.Images[ref] = cluster.Image{Binary: bin, Entrypoint: s.rendered.entrypoints[ref]}
+		}
+		return nil
+	})
+	return req, err
+}
+
 // setupTarget installs the suite's target in its mode, as a user following the target's
 // documentation would, and hands what it serves to the scenarios (TargetFrom).
 func (s *Suite) setupTarget(ctx context.Context, _ *envconf.Config) (context.Context, error) {
@@ -91,7 +167,7 @@ func (s *Suite) setupTarget(ctx context.Context, _ *envconf.Config) (context.Con
 	}
 	var it *target.Installed
 	err := s.progress.step(fmt.Sprintf("Installing target %s (%s mode)", s.target.Name, s.targetMode), func() (err error) {
-		it, err = installTarget(ctx, s.cluster, s.target, s.targetMode)
+		it, err = installTarget(ctx, s.cluster, s.target, s.targetMode, s.rendered)
 		return err
 	})
 	if err != nil {
@@ -101,64 +177,36 @@ func (s *Suite) setupTarget(ctx context.Context, _ *envconf.Config) (context.Con
 	return context.WithValue(ctx, targetKey{}, it), nil
 }
 
-func installTarget(ctx context.Context, c *Cluster, t *target.Target, mode string) (*target.Installed, error) {
-	dir, err := t.ChartDir(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ch, err := loader.Load(dir)
-	if err != nil {
-		return nil, fmt.Errorf("loading the chart of target %s from %s: %w", t.Name, dir, err)
-	}
-	ns, name := t.Chart.Namespace, t.Chart.Release
-	// External mode's CA is made first: a chart may refuse to render without a caBundle, and
-	// the serving certificate it signs needs the Service's name, which the rendered chart gives.
-	var ca *pki.CertificateAuthority
-	caBundle := ""
-	if mode == target.External {
-		if ca, err = pki.NewCertificateAuthority("gauntlet external CA for target "+t.Name, 10*365*24*time.Hour); err != nil {
-			return nil, err
-		}
-		caBundle = ca.CABundle()
-	}
-	values := t.Values(mode, caBundle)
-	objs, err := chart.RenderChart(ch, name, ns, values)
-	if err != nil {
-		return nil, fmt.Errorf("%w (values: %v)", err, values)
-	}
-	crds, err := chart.CRDs(ch)
-	if err != nil {
-		return nil, err
-	}
-	served, err := target.ServedBy(slices.Concat(crds, objs), ns, t.Names)
-	if err != nil {
-		return nil, fmt.Errorf("reading target %s's rendered chart: %w", t.Name, err)
-	}
+// installTarget makes the release namespace, external mode's Secret and the mode's setup
+// objects, installs the chart r rendered, waits for the Deployment behind the webhook
+// Service, and applies the target's setup objects.
+func installTarget(ctx context.Context, c *Cluster, t *target.Target, mode string, r *rendered) (*target.Installed, error) {
+	ns := t.Chart.Namespace
 	if err := release.EnsureNamespace(ctx, c.Kube(), ns); err != nil {
 		return nil, err
 	}
-	if ca != nil {
-		sc, err := ca.Issue(pki.LeafOptions{DNSNames: []string{served.ServiceHost()}})
+	if r.ca != nil {
+		sc, err := r.ca.Issue(pki.LeafOptions{DNSNames: []string{r.served.ServiceHost()}})
 		if err != nil {
 			return nil, err
 		}
-		if err := release.ApplySecret(ctx, c.Kube(), pki.ServingSecret(ns, served.Secret, sc, false)); err != nil {
+		if err := release.ApplySecret(ctx, c.Kube(), pki.ServingSecret(ns, r.served.Secret, sc, false)); err != nil {
 			return nil, err
 		}
 	}
 	if err := applyManifests(ctx, c, t, t.CertModes.Mode(mode).Setup, ns); err != nil {
 		return nil, err
 	}
-	if err := c.Installer().InstallChart(ctx, ch, name, ns, values); err != nil {
+	if err := c.Installer().InstallChart(ctx, r.chart, t.Chart.Release, ns, r.values); err != nil {
 		return nil, err
 	}
-	if err := release.WaitDeploymentAvailable(ctx, c.Kube(), ns, served.Deployment, targetReadyTimeout); err != nil {
+	if err := release.WaitDeploymentAvailable(ctx, c.Kube(), ns, r.served.Deployment, targetReadyTimeout); err != nil {
 		return nil, err
 	}
 	if err := applyManifests(ctx, c, t, t.Setup, ""); err != nil {
 		return nil, err
 	}
-	return &target.Installed{Target: t, Mode: mode, Namespace: ns, Served: served}, nil
+	return &target.Installed{Target: t, Mode: mode, Namespace: ns, Served: r.served}, nil
 }
 
 // applyManifests applies the objects of each manifest (server-side apply, in ns when their kind
@@ -193,19 +241,4 @@ func apply(ctx context.Context, c *Cluster, obj *unstructured.Unstructured, ns s
 	}
 	_, err = res.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "gauntlet", Force: true})
 	return err
-}
-
-// clusterRequest says what the suite's cluster needs: cert-manager for a release or target in
-// that mode, and the target's binaries, built first.
-func (s *Suite) clusterRequest(ctx context.Context) (cluster.Request, error) {
-	req := cluster.Request{CertManager: s.spec.CertManager}
-	if s.target == nil {
-		return req, nil
-	}
-	req.CertManager = req.CertManager || s.targetMode == target.CertManager
-	err := s.progress.step("Building the binaries of target "+s.target.Name, func() (err error) {
-		req.Images, err = s.target.Binaries(ctx, s.progress.writer())
-		return err
-	})
-	return req, err
 }

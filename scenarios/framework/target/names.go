@@ -294,3 +294,42 @@ type Installed struct {
 	Namespace string
 	Served    Served
 }
+
+// Entrypoints are, for every image the pod templates of objs run, the path the containers'
+// command names as their program ("" when they run the image's own entrypoint). An image two
+// containers run as different programs is an error: one binary stands for the image.
+func Entrypoints(objs []*unstructured.Unstructured) (map[string]string, error) {
+	out := map[string]string{}
+	var errs []error
+	for _, o := range objs {
+		var path []string
+		switch o.GetKind() {
+		case "Pod":
+			path = []string{"spec"}
+		case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job":
+			path = []string{"spec", "template", "spec"}
+		case "CronJob":
+			path = []string{"spec", "jobTemplate", "spec", "template", "spec"}
+		default:
+			continue
+		}
+		for _, field := range []string{"initContainers", "containers"} {
+			containers, _, _ := unstructured.NestedSlice(o.Object, append(path, field)...)
+			for _, c := range containers {
+				cm, _ := c.(map[string]any)
+				image, _ := cm["image"].(string)
+				command, _, _ := unstructured.NestedStringSlice(cm, "command")
+				entrypoint := ""
+				if len(command) > 0 {
+					entrypoint = command[0]
+				}
+				if prev, seen := out[image]; seen && prev != entrypoint {
+					errs = append(errs, fmt.Errorf("%s %s runs image %s as %q, another container as %q: one binary cannot be both", o.GetKind(), o.GetName(), image, entrypoint, prev))
+					continue
+				}
+				out[image] = entrypoint
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}

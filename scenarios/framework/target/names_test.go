@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 )
@@ -43,4 +44,21 @@ func TestServedByReadsTheMountedSecretAndChecksTheNamedOne(t *testing.T) {
 	require.EqualError(t, err, "container operator of Deployment dynamo-operator mounts no Secret (it reads its certificate some other way): set names.secret to the Secret holding it")
 	_, err = ServedBy(objs, "dynamo-system", Names{Deployment: "elsewhere", Secret: "webhook-server-cert"})
 	require.EqualError(t, err, "names.deployment elsewhere is not behind Service dynamo-webhook-service (those behind it: dynamo-operator)")
+}
+
+func TestEntrypointsAreWhatTheChartsCommandsName(t *testing.T) {
+	objs, err := chart.Render("dynamo", "dynamo-system", nil)
+	require.NoError(t, err)
+	got, err := Entrypoints(objs)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"dynamo-operator:0.1.0": ""}, got, "the operator runs its image's entrypoint")
+
+	twice := []*unstructured.Unstructured{
+		{Object: map[string]any{"kind": "Deployment", "metadata": map[string]any{"name": "a"}, "spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"initContainers": []any{map[string]any{"image": "x:1", "command": []any{"/crd-apply"}}},
+			"containers":     []any{map[string]any{"image": "x:1", "command": []any{"/manager", "--flag"}}},
+		}}}}},
+	}
+	_, err = Entrypoints(twice)
+	assert.EqualError(t, err, `Deployment a runs image x:1 as "/manager", another container as "/crd-apply": one binary cannot be both`)
 }

@@ -3,9 +3,11 @@ package kind
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,10 +61,20 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	}); err != nil {
 		return nil, err
 	}
+	images := []string{operator}
+	for _, ref := range slices.Sorted(maps.Keys(req.Images)) {
+		img := req.Images[ref]
+		if err := req.Step("Building image "+ref+" FROM scratch", func() error {
+			return BuildScratchImage(ctx, ref, img.Binary, img.Entrypoint)
+		}); err != nil {
+			return nil, err
+		}
+		images = append(images, ref)
+	}
 	p := NewProvider()
 	p.WithName(req.Name)
 	p.WithVersion(req.KubernetesVersion)
-	p.WithOpts(WithProgress(req.Progress), WithImages(operator))
+	p.WithOpts(WithProgress(req.Progress), WithImages(images...))
 	if img := os.Getenv(NodeImageEnv); img != "" {
 		p.WithOpts(WithNodeImage(img))
 	}
@@ -78,7 +90,7 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	}
 	err = req.CreateOrReuse(ProviderName, "make cluster-down PROVIDER=kind CLUSTER="+req.Name, exists,
 		func() error { _, err := p.Create(ctx); return err },
-		func() error { return p.reuse(ctx, req, operator) })
+		func() error { return p.reuse(ctx, req, images) })
 	if err != nil {
 		return nil, err
 	}
@@ -90,8 +102,8 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 }
 
 // reuse checks that a kept cluster is healthy and has what this run needs, and loads the
-// operator image just built into it.
-func (p *Provider) reuse(ctx context.Context, req cluster.Request, operator string) error {
+// images just built into it.
+func (p *Provider) reuse(ctx context.Context, req cluster.Request, images []string) error {
 	if _, err := p.GenerateKubeconfig(); err != nil {
 		return err
 	}
@@ -111,7 +123,7 @@ func (p *Provider) reuse(ctx context.Context, req cluster.Request, operator stri
 			return err
 		}
 	}
-	return p.LoadImages(ctx, operator)
+	return p.LoadImages(ctx, images...)
 }
 
 // BuildOperatorImage builds dynamo-operator (version stamped in) into an image from

@@ -49,8 +49,8 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	p.WithName(req.Name)
 	p.WithVersion(req.KubernetesVersion)
 	images := map[string]string{OperatorImage: operator}
-	for ref, bin := range req.Images {
-		images[procnode.ImageRepository(ref)] = bin
+	for ref, img := range req.Images {
+		images[procnode.ImageRepository(ref)] = img.Binary // the node runs it whatever the command names
 	}
 	p.WithOpts(WithProgress(req.Progress), WithImages(images))
 	if req.CoverDir != "" {
@@ -96,8 +96,8 @@ func checkReusable(ctx context.Context, p *Provider, req cluster.Request, operat
 		problems = append(problems, fmt.Sprintf("it maps image %s to %q, this run built %q (another --operator-version?)", OperatorImage, got, operator))
 	}
 	for _, image := range slices.Sorted(maps.Keys(req.Images)) {
-		if got := cfg.Images[procnode.ImageRepository(image)]; got != req.Images[image] {
-			problems = append(problems, fmt.Sprintf("it maps image %s to %q, this run built %q", image, got, req.Images[image]))
+		if got := cfg.Images[procnode.ImageRepository(image)]; got != req.Images[image].Binary {
+			problems = append(problems, fmt.Sprintf("it maps image %s to %q, this run built %q", image, got, req.Images[image].Binary))
 		}
 	}
 	if cfg.KubernetesVersion != req.KubernetesVersion {
