@@ -15,6 +15,7 @@ import (
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/target"
 )
@@ -46,7 +47,7 @@ func servingCertificate() e2etypes.Feature {
 			expect.NoError(t, err, "reading the caBundles of target %s", it.Target.Name)
 			var untrusted []string
 			for _, place := range slices.Sorted(maps.Keys(bundles)) {
-				if err := verifies(bundles[place], chain, it.Served.ServiceHost()); err != nil {
+				if err := pki.VerifyServed(bundles[place], chain, it.Served.ServiceHost()); err != nil {
 					untrusted = append(untrusted, fmt.Sprintf("%s: %v", place, err))
 				}
 			}
@@ -93,21 +94,4 @@ func caBundles(ctx context.Context, c *suite.Cluster, it *target.Installed) (map
 		out["CustomResourceDefinition "+name+" conversion"] = ca
 	}
 	return out, nil
-}
-
-// verifies checks chain against bundle as the API server's webhook client does.
-func verifies(bundle []byte, chain []*x509.Certificate, host string) error {
-	if len(bundle) == 0 {
-		return fmt.Errorf("the caBundle is empty")
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(bundle) {
-		return fmt.Errorf("the caBundle holds no PEM certificate")
-	}
-	intermediates := x509.NewCertPool()
-	for _, cert := range chain[1:] {
-		intermediates.AddCert(cert)
-	}
-	_, err := chain[0].Verify(x509.VerifyOptions{DNSName: host, Roots: roots, Intermediates: intermediates, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
-	return err
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -102,9 +101,4 @@ func probeOf(it *target.Installed, webhook string) *target.Probe {
 		}
 	}
 	return nil
-}
-
-// probeNamespace makes the namespace a check sends its probes to.
-func probeNamespace(ctx context.Context, t *testing.T) string {
-	return suite.Namespace(ctx, t, "w-probe")
 }

@@ -6,14 +6,11 @@ package conversion
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
-
-	certutil "k8s.io/client-go/util/cert"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -299,23 +296,11 @@ func caBundleVerifiesServed(ctx context.Context, c *suite.Cluster, r *chart.Rele
 	if len(bundle) == 0 {
 		return false, "the caBundle is empty", nil
 	}
-	cas, err := certutil.ParseCertsPEM(bundle)
-	if err != nil {
-		return false, "the caBundle does not parse: " + err.Error(), nil
-	}
 	chain, err := c.ServedCertificates(ctx, r.Namespace, r.ServiceName(), 443)
 	if err != nil {
 		return false, "caBundle " + pki.DescribePEM(bundle) + "; " + err.Error(), nil
 	}
-	roots, intermediates := x509.NewCertPool(), x509.NewCertPool()
-	for _, ca := range cas {
-		roots.AddCert(ca)
-	}
-	for _, cert := range chain[1:] {
-		intermediates.AddCert(cert)
-	}
-	_, err = chain[0].Verify(x509.VerifyOptions{DNSName: r.ServiceHost(), Roots: roots, Intermediates: intermediates, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
-	if err != nil {
+	if err := pki.VerifyServed(bundle, chain, r.ServiceHost()); err != nil {
 		return false, fmt.Sprintf("caBundle %s does not verify the served %s: %v", pki.DescribePEM(bundle), pki.Describe(chain[0]), err), nil
 	}
 	return true, "", nil

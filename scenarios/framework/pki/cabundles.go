@@ -3,6 +3,7 @@ package pki
 import (
 	"bytes"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -68,4 +69,29 @@ func (b CABundles) Repeated(ca *x509.Certificate) []string {
 
 func bundleHas(bundle, caPEM []byte) bool {
 	return len(bundle) > 0 && (len(caPEM) == 0 || bytes.Contains(bundle, bytes.TrimSpace(caPEM)))
+}
+
+// VerifyServed checks a served chain against a caBundle the way the API server's webhook client
+// does: the bundle's certificates as roots, the rest of the chain as intermediates, host (the
+// Service's <name>.<namespace>.svc) as the name, server auth.
+func VerifyServed(bundle []byte, chain []*x509.Certificate, host string) error {
+	if len(bundle) == 0 {
+		return errors.New("the caBundle is empty")
+	}
+	if len(chain) == 0 {
+		return errors.New("no certificate was served")
+	}
+	cas, err := certutil.ParseCertsPEM(bundle)
+	if err != nil {
+		return fmt.Errorf("the caBundle does not parse: %w", err)
+	}
+	roots, intermediates := x509.NewCertPool(), x509.NewCertPool()
+	for _, ca := range cas {
+		roots.AddCert(ca)
+	}
+	for _, cert := range chain[1:] {
+		intermediates.AddCert(cert)
+	}
+	_, err = chain[0].Verify(x509.VerifyOptions{DNSName: host, Roots: roots, Intermediates: intermediates, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	return err
 }

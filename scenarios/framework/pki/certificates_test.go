@@ -63,3 +63,16 @@ func keysOf[V any](m map[string]V) []string {
 	slices.Sort(out)
 	return out
 }
+
+func TestVerifyServedAsTheAPIServerDoes(t *testing.T) {
+	sc, err := pki.NewServingCertificate("svc.ns.svc")
+	require.NoError(t, err)
+	other, err := pki.NewServingCertificate("svc.ns.svc")
+	require.NoError(t, err)
+	chain := []*x509.Certificate{sc.Leaf}
+	assert.NoError(t, pki.VerifyServed(sc.CAPEM, chain, "svc.ns.svc"))
+	require.ErrorContains(t, pki.VerifyServed(other.CAPEM, chain, "svc.ns.svc"), "x509: certificate signed by unknown authority")
+	require.ErrorContains(t, pki.VerifyServed(sc.CAPEM, chain, "other.ns.svc"), "x509: certificate is valid for svc.ns.svc, not other.ns.svc")
+	require.EqualError(t, pki.VerifyServed(nil, chain, "svc.ns.svc"), "the caBundle is empty")
+	assert.ErrorContains(t, pki.VerifyServed([]byte("not pem"), chain, "svc.ns.svc"), "the caBundle does not parse")
+}

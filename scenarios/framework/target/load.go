@@ -35,7 +35,7 @@ func Load(path string) (*Target, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, FileName)
 	}
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(path) //nolint:gosec // G304: the description the user names
 	if err != nil {
 		return nil, fmt.Errorf("read target description: %w", err)
 	}

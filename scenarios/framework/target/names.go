@@ -166,7 +166,7 @@ func ServedBy(objs []*unstructured.Unstructured, namespace string, names Names) 
 	case names.Deployment != "" && d == nil:
 		return s, fmt.Errorf("names.deployment %s is not behind Service %s (those behind it: %s)", names.Deployment, s.Service, strings.Join(behind, ", "))
 	case names.Deployment == "" && len(behind) > 1:
-		return s, fmt.Errorf("Deployments %s are all behind Service %s: set names.deployment to the one that serves the webhooks", strings.Join(behind, ", "), s.Service)
+		return s, fmt.Errorf("the Deployments %s are all behind Service %s: set names.deployment to the one that serves the webhooks", strings.Join(behind, ", "), s.Service)
 	}
 	s.Deployment = d.Name
 	s.Replicas = 1
@@ -176,7 +176,7 @@ func ServedBy(objs []*unstructured.Unstructured, namespace string, names Names) 
 
 	port := servicePort(svc, s.ServicePort)
 	if port == nil {
-		return s, fmt.Errorf("Service %s has no port %d, the webhooks' port", s.Service, s.ServicePort)
+		return s, fmt.Errorf("the Service %s has no port %d, the webhooks' port", s.Service, s.ServicePort)
 	}
 	c, containerPort := servingContainer(d.Spec.Template.Spec.Containers, port.TargetPort)
 	if c == nil {

@@ -11,10 +11,13 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 )
 
+// servingSecret is the name of the Secret gauntlet's chart keeps the serving certificate in.
+const servingSecret = "webhook-server-cert" //nolint:gosec // G101: a Secret's name, not a credential
+
 func TestServedByReadsGauntletsChart(t *testing.T) {
 	objs, err := chart.Render("dynamo", "dynamo-system", nil)
 	require.NoError(t, err)
-	s, err := ServedBy(objs, "dynamo-system", Names{Secret: "webhook-server-cert"})
+	s, err := ServedBy(objs, "dynamo-system", Names{Secret: servingSecret})
 	require.NoError(t, err)
 	validating, mutating := s.Configurations()
 	assert.Equal(t, []string{"dynamo-validating"}, validating)
@@ -23,7 +26,7 @@ func TestServedByReadsGauntletsChart(t *testing.T) {
 	assert.Contains(t, s.Webhooks, Webhook{Name: "vdynamomodel.nvidia.com", Configuration: "dynamo-validating", Path: "/validate-nvidia-com-v1alpha1-dynamomodel", FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 10})
 	s.Webhooks = nil
 	assert.Equal(t, Served{Namespace: "dynamo-system", Service: "dynamo-webhook-service", ServicePort: 443, Deployment: "dynamo-operator", Replicas: 1,
-		Container: "operator", ContainerPort: 9443, Secret: "webhook-server-cert", ConversionCRDs: []string{"dynamographdeploymentrequests.nvidia.com"},
+		Container: "operator", ContainerPort: 9443, Secret: servingSecret, ConversionCRDs: []string{"dynamographdeploymentrequests.nvidia.com"},
 		ReadinessPath: "/readyz", ReadinessPort: 8081}, s)
 	assert.Equal(t, "dynamo-webhook-service.dynamo-system.svc", s.ServiceHost())
 }
@@ -33,7 +36,7 @@ func TestServedByReadsTheMountedSecretAndChecksTheNamedOne(t *testing.T) {
 	require.NoError(t, err)
 	s, err := ServedBy(objs, "dynamo-system", Names{})
 	require.NoError(t, err)
-	assert.Equal(t, "webhook-server-cert", s.Secret, "the Secret the serving container mounts")
+	assert.Equal(t, servingSecret, s.Secret, "the Secret the serving container mounts")
 
 	_, err = ServedBy(objs, "dynamo-system", Names{Secret: "other"})
 	require.EqualError(t, err, "names.secret other is not mounted by container operator of Deployment dynamo-operator (it mounts: webhook-server-cert)")
@@ -42,7 +45,7 @@ func TestServedByReadsTheMountedSecretAndChecksTheNamedOne(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ServedBy(objs, "dynamo-system", Names{})
 	require.EqualError(t, err, "container operator of Deployment dynamo-operator mounts no Secret (it reads its certificate some other way): set names.secret to the Secret holding it")
-	_, err = ServedBy(objs, "dynamo-system", Names{Deployment: "elsewhere", Secret: "webhook-server-cert"})
+	_, err = ServedBy(objs, "dynamo-system", Names{Deployment: "elsewhere", Secret: servingSecret})
 	require.EqualError(t, err, "names.deployment elsewhere is not behind Service dynamo-webhook-service (those behind it: dynamo-operator)")
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -46,11 +47,9 @@ func TestPatchSeen(t *testing.T) {
 
 func TestObjectsReadsEveryDocument(t *testing.T) {
 	tg, err := Load("../../targets/gatekeeper")
-	if !assert.NoError(t, err) {
-		return
-	}
+	require.NoError(t, err)
 	objs, err := tg.Objects("setup/cert-manager.yaml")
-	assert.NoError(t, err)
+	require.NoError(t, err)
 	if assert.Len(t, objs, 2) {
 		assert.Equal(t, "Issuer", objs[0].GetKind())
 		assert.Equal(t, "Certificate", objs[1].GetKind())

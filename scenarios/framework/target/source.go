@@ -62,7 +62,7 @@ func (t *Target) buildFromDir(ctx context.Context, pkg string, progress io.Write
 	if err := os.Rename(tmp.Name(), bin); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(progress, "built %s (%s) from %s in %.1fs\n", name, pkg, dir, time.Since(start).Seconds())
+	_, _ = fmt.Fprintf(progress, "built %s (%s) from %s in %.1fs\n", name, pkg, dir, time.Since(start).Seconds())
 	return bin, nil
 }
 
