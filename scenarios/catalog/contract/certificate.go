@@ -9,15 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/target"
 )
 
 // servingCertificate is W2: the Service serves a certificate for <service>.<namespace>.svc, and
@@ -43,7 +42,8 @@ func servingCertificate() e2etypes.Feature {
 			if chain == nil {
 				expect.Fatalf(t, "no served certificate to verify (the step before failed)")
 			}
-			bundles, err := caBundles(ctx, c, it)
+			validating, mutating := it.Served.Configurations()
+			bundles, err := release.CABundlesOf(ctx, c.Kube(), c.CRDs(), validating, mutating, it.Served.ConversionCRDs)
 			expect.NoError(t, err, "reading the caBundles of target %s", it.Target.Name)
 			var untrusted []string
 			for _, place := range slices.Sorted(maps.Keys(bundles)) {
@@ -57,41 +57,4 @@ func servingCertificate() e2etypes.Feature {
 			}
 			return ctx
 		}).Feature()
-}
-
-// caBundles reads the caBundle of every place the API server calls the target through: each
-// webhook of its configurations, each conversion CRD.
-func caBundles(ctx context.Context, c *suite.Cluster, it *target.Installed) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	validating, mutating := it.Served.Configurations()
-	for _, name := range validating {
-		vwc, err := c.Kube().AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("getting ValidatingWebhookConfiguration %s: %w", name, err)
-		}
-		for _, w := range vwc.Webhooks {
-			out["ValidatingWebhookConfiguration "+name+" webhook "+w.Name] = w.ClientConfig.CABundle
-		}
-	}
-	for _, name := range mutating {
-		mwc, err := c.Kube().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("getting MutatingWebhookConfiguration %s: %w", name, err)
-		}
-		for _, w := range mwc.Webhooks {
-			out["MutatingWebhookConfiguration "+name+" webhook "+w.Name] = w.ClientConfig.CABundle
-		}
-	}
-	for _, name := range it.Served.ConversionCRDs {
-		crd, err := c.CRDs().ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("getting CustomResourceDefinition %s: %w", name, err)
-		}
-		var ca []byte
-		if cv := crd.Spec.Conversion; cv != nil && cv.Webhook != nil && cv.Webhook.ClientConfig != nil {
-			ca = cv.Webhook.ClientConfig.CABundle
-		}
-		out["CustomResourceDefinition "+name+" conversion"] = ca
-	}
-	return out, nil
 }

@@ -37,31 +37,46 @@ func ReadSecretCertificates(ctx context.Context, kube kubernetes.Interface, r *c
 // ReadCABundles reads every caBundle of the release: each webhook of its validating and
 // mutating configuration and, when the release installs the CRDs, the DGDR conversion webhook.
 func ReadCABundles(ctx context.Context, kube kubernetes.Interface, crds apiextensionsclient.Interface, r *chart.Release) (pki.CABundles, error) {
-	out := pki.CABundles{}
-	vwc, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, r.ValidatingName(), metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("getting ValidatingWebhookConfiguration %s: %w", r.ValidatingName(), err)
-	}
-	for _, w := range vwc.Webhooks {
-		out["ValidatingWebhookConfiguration "+vwc.Name+" webhook "+w.Name] = w.ClientConfig.CABundle
-	}
-	mwc, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, r.MutatingName(), metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("getting MutatingWebhookConfiguration %s: %w", r.MutatingName(), err)
-	}
-	for _, w := range mwc.Webhooks {
-		out["MutatingWebhookConfiguration "+mwc.Name+" webhook "+w.Name] = w.ClientConfig.CABundle
-	}
+	var conversion []string
 	if r.InstallsCRDs() {
-		crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, chart.ConversionCRD, metav1.GetOptions{})
+		conversion = []string{chart.ConversionCRD}
+	}
+	return CABundlesOf(ctx, kube, crds, []string{r.ValidatingName()}, []string{r.MutatingName()}, conversion)
+}
+
+// CABundlesOf reads the caBundle of every webhook of the named Validating- and
+// MutatingWebhookConfigurations and of the named CRDs' conversion webhooks, by place (the keys
+// pki.CABundles describes): every place the API server calls an operator through.
+func CABundlesOf(ctx context.Context, kube kubernetes.Interface, crds apiextensionsclient.Interface, validating, mutating, conversionCRDs []string) (pki.CABundles, error) {
+	out := pki.CABundles{}
+	for _, name := range validating {
+		vwc, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("getting CustomResourceDefinition %s: %w", chart.ConversionCRD, err)
+			return nil, fmt.Errorf("getting ValidatingWebhookConfiguration %s: %w", name, err)
+		}
+		for _, w := range vwc.Webhooks {
+			out["ValidatingWebhookConfiguration "+vwc.Name+" webhook "+w.Name] = w.ClientConfig.CABundle
+		}
+	}
+	for _, name := range mutating {
+		mwc, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("getting MutatingWebhookConfiguration %s: %w", name, err)
+		}
+		for _, w := range mwc.Webhooks {
+			out["MutatingWebhookConfiguration "+mwc.Name+" webhook "+w.Name] = w.ClientConfig.CABundle
+		}
+	}
+	for _, name := range conversionCRDs {
+		crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("getting CustomResourceDefinition %s: %w", name, err)
 		}
 		var ca []byte
 		if c := crd.Spec.Conversion; c != nil && c.Webhook != nil && c.Webhook.ClientConfig != nil {
 			ca = c.Webhook.ClientConfig.CABundle
 		}
-		out["CustomResourceDefinition "+chart.ConversionCRD+" conversion"] = ca
+		out["CustomResourceDefinition "+name+" conversion"] = ca
 	}
 	return out, nil
 }
