@@ -11,7 +11,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 )
 
 // Object reads the one object of the manifest rel names (relative to the description).
@@ -33,20 +34,14 @@ func (t *Target) Objects(rel string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading a manifest of target %s: %w", t.Name, err)
 	}
-	var objs []*unstructured.Unstructured
-	for i, doc := range strings.Split(string(data), "\n---") {
-		var o map[string]any
-		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", path, i+1, err)
-		}
-		if len(o) == 0 {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: o}
+	objs, err := chart.DecodeManifest(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for i, u := range objs {
 		if u.GetKind() == "" || u.GetAPIVersion() == "" {
-			return nil, fmt.Errorf("%s: document %d has no apiVersion and kind", path, i+1)
+			return nil, fmt.Errorf("%s: object %d has no apiVersion and kind", path, i+1)
 		}
-		objs = append(objs, u)
 	}
 	return objs, nil
 }
