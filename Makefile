@@ -239,6 +239,10 @@ doctor: ## Run the webhook doctor against the current kubeconfig (RELEASE, NAMES
 kubectl-dynamo: ## Build the kubectl plugin into _output/bin (put it on PATH, then `kubectl dynamo doctor`).
 	go build -o $(OUTPUT)/bin/kubectl-dynamo ./operator/cmd/kubectl-dynamo
 
+.PHONY: kubectl-webhook-doctor
+kubectl-webhook-doctor: ## Build the doctor for any operator's webhooks into _output/bin (put it on PATH, then `kubectl webhook-doctor -n NS`).
+	go build -o $(OUTPUT)/bin/kubectl-webhook-doctor ./operator/cmd/kubectl-webhook-doctor
+
 .PHONY: clean
 clean: ## Remove build and test output (not the control-plane cache).
 	rm -rf $(OUTPUT)

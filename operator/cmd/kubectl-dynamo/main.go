@@ -16,22 +16,19 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gauntlet-dev/gauntlet/operator/internal/doctor"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/plugin"
 )
 
-// Exit statuses.
+// Exit statuses (see plugin.ExitHealthy and the others).
 const (
-	exitHealthy   = 0
-	exitUnhealthy = 1
-	exitUsage     = 2
+	exitHealthy   = plugin.ExitHealthy
+	exitUnhealthy = plugin.ExitUnhealthy
+	exitUsage     = plugin.ExitUsage
 )
 
 const usage = `kubectl dynamo — the Dynamo operator's kubectl plugin
@@ -71,11 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // doctorFlags are the doctor command's settings.
 type doctorFlags struct {
 	release, namespace, testNamespace string
-	kubeconfig, context               string
-	output                            string
 	chart                             string
-	connect                           doctor.Connect
-	timeout                           time.Duration
+	plugin.DoctorFlags
 }
 
 func parseDoctorFlags(args []string, stderr io.Writer) (doctorFlags, error) {
@@ -85,14 +79,10 @@ func parseDoctorFlags(args []string, stderr io.Writer) (doctorFlags, error) {
 	fs.StringVar(&f.release, "release", "dynamo", "Helm release name of the operator.")
 	fs.StringVarP(&f.namespace, "namespace", "n", "dynamo-system", "Release namespace, where the operator runs.")
 	fs.StringVar(&f.testNamespace, "test-namespace", "", "Namespace whose namespaceSelector match and dry-runs are checked (default: the restricted namespace of a namespace-restricted release, else \"default\").")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
-	fs.StringVar(&f.context, "context", "", "kubeconfig context to use (default: the current context).")
-	fs.StringVarP(&f.output, "output", "o", "text", "Output format: text (one line per check) or json (an array of {id, title, ok, status, scenario, cause, fix, details, dependsOn}).")
 	fs.StringVar(&f.chart, "chart", doctor.DefaultChart, "Chart reference printed in `helm upgrade` fix commands.")
-	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "Upper bound for the whole run.")
-	connect := fs.String("connect", string(doctor.ConnectAuto), "How to reach the webhook server for the served-certificate check: auto (the Service's ClusterIP, then the endpoint pod IPs, then a port-forward when those are unreachable) or port-forward (only a port-forward through the API server to a ready endpoint pod; never dials a cluster address from this machine).")
+	f.Register(fs)
 	fs.Usage = func() {
-		_, _ = fmt.Fprint(stderr, "Usage: kubectl dynamo doctor [flags]\n\nChecks the release's webhook configurations, caBundles, served certificate, Service endpoints,\nnamespaceSelector, Secret, cert-controller RBAC, operator logs and a server-side dry-run; exits 0\nonly when every check passes.\n\nFlags:\n")
+		_, _ = fmt.Fprint(stderr, "Usage: kubectl dynamo doctor [flags]\n\nChecks the release's webhook configurations, caBundles, served certificate, Service endpoints,\nnamespaceSelector, Secret, cert-controller RBAC, operator logs and a server-side dry-run; exits 0\nonly when every check passes. For any other operator's webhooks: kubectl webhook-doctor.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -101,18 +91,7 @@ func parseDoctorFlags(args []string, stderr io.Writer) (doctorFlags, error) {
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if f.output != "text" && f.output != "json" {
-		return f, fmt.Errorf("-o %q: want text or json", f.output)
-	}
-	if f.timeout <= 0 {
-		return f, fmt.Errorf("--timeout=%s: must be positive", f.timeout)
-	}
-	c, err := doctor.ParseConnect(*connect)
-	if err != nil {
-		return f, fmt.Errorf("--connect=%s: want %s", *connect, connectNames())
-	}
-	f.connect = c
-	return f, nil
+	return f, f.Validate()
 }
 
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -124,54 +103,19 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		_, _ = fmt.Fprintln(stderr, "kubectl dynamo doctor:", err)
 		return exitUsage
 	}
-	cfg, err := restConfig(f.kubeconfig, f.context)
+	cfg, err := f.RESTConfig("kubectl-dynamo")
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, "kubectl dynamo doctor:", err)
 		return exitUsage
 	}
 	d, err := doctor.New(cfg, doctor.Options{
-		Release: f.release, Namespace: f.namespace, TestNamespace: f.testNamespace, Chart: f.chart, Connect: f.connect,
+		Release: f.release, Namespace: f.namespace, TestNamespace: f.testNamespace, Chart: f.chart, Connect: f.Connect,
 	})
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, "kubectl dynamo doctor:", err)
 		return exitUsage
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	ctx, cancel := context.WithTimeout(ctx, f.Timeout)
 	defer cancel()
-	report := d.Run(ctx)
-	write := report.WriteText
-	if f.output == "json" {
-		write = report.WriteJSON
-	}
-	if err := write(stdout); err != nil {
-		_, _ = fmt.Fprintln(stderr, "kubectl dynamo doctor: writing the report:", err)
-		return exitUnhealthy
-	}
-	if !report.Healthy() {
-		return exitUnhealthy
-	}
-	return exitHealthy
-}
-
-// connectNames lists the values of --connect: "auto or port-forward".
-func connectNames() string {
-	var names []string
-	for _, c := range doctor.ConnectModes() {
-		names = append(names, string(c))
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
-// restConfig loads the kubeconfig the way kubectl does: --kubeconfig, else $KUBECONFIG, else
-// ~/.kube/config; --context overrides the current context.
-func restConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	cfg.UserAgent = "kubectl-dynamo"
-	return cfg, nil
+	return f.Finish(d.Run(ctx), "kubectl dynamo doctor", stdout, stderr)
 }

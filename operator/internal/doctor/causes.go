@@ -54,12 +54,20 @@ func joinFix(summary string, commands []string) string {
 	return summary + ":\n" + strings.Join(commands, "\n")
 }
 
-// fixes builds the commands fixes print, for one release.
+// fixes builds the commands fixes print: for a release of gauntlet's operator (release set),
+// or for any operator's webhook (release empty), whose chart and values the doctor does not know.
 type fixes struct {
 	release, namespace, chart, deployment string
+	// podSelector selects the webhook's Pods when there is no release (the Service's selector).
+	podSelector string
 }
 
-func (f fixes) helmUpgrade(extra ...string) string {
+// reinstall restores what the installation renders: `helm upgrade` of the release with extra
+// flags, or, for any operator, a pointer to whatever installed it.
+func (f fixes) reinstall(extra ...string) string {
+	if f.release == "" {
+		return "# re-apply what installed the operator (helm upgrade --reuse-values of its release, or kubectl apply -f of its manifests)"
+	}
 	cmd := fmt.Sprintf("helm upgrade %s %s --namespace %s --reuse-values", f.release, f.chart, f.namespace)
 	for _, e := range extra {
 		cmd += " " + e
@@ -67,15 +75,30 @@ func (f fixes) helmUpgrade(extra ...string) string {
 	return cmd
 }
 
+// deploymentRef is deployment/<name>, or a placeholder when the webhook's Deployment is not
+// known.
+func (f fixes) deploymentRef() string {
+	if f.deployment == "" {
+		return "deployment/<the webhook's Deployment>"
+	}
+	return "deployment/" + f.deployment
+}
+
 func (f fixes) rolloutRestart() string {
-	return fmt.Sprintf("kubectl -n %s rollout restart deployment/%s && kubectl -n %s rollout status deployment/%s",
-		f.namespace, f.deployment, f.namespace, f.deployment)
+	return fmt.Sprintf("kubectl -n %s rollout restart %s && kubectl -n %s rollout status %s",
+		f.namespace, f.deploymentRef(), f.namespace, f.deploymentRef())
 }
 
 func (f fixes) logs() string {
-	return fmt.Sprintf("kubectl -n %s logs deployment/%s", f.namespace, f.deployment)
+	return fmt.Sprintf("kubectl -n %s logs %s", f.namespace, f.deploymentRef())
 }
 
 func (f fixes) describePods() string {
-	return fmt.Sprintf("kubectl -n %s describe pods -l app.kubernetes.io/instance=%s", f.namespace, f.release)
+	switch {
+	case f.release != "":
+		return fmt.Sprintf("kubectl -n %s describe pods -l app.kubernetes.io/instance=%s", f.namespace, f.release)
+	case f.podSelector != "":
+		return fmt.Sprintf("kubectl -n %s describe pods -l %s", f.namespace, f.podSelector)
+	}
+	return fmt.Sprintf("kubectl -n %s describe pods", f.namespace)
 }

@@ -47,8 +47,7 @@ func TestCallFailureClassification(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &session{Doctor: fakeDoctor(t, r, r.objects(t), time.Now()), facts: defaultFacts(Options{Release: "dynamo", Namespace: "dynamo-system", Chart: DefaultChart})}
-			vwc, mwc := r.webhookConfigurations(t)
-			s.validating, s.mutating = vwc, mwc
+			withConfigurations(t, s, r)
 			c := s.callFailure("the dry-run create", errors.New(tc.text))
 			assert.Equal(t, tc.scenario, c.scenario)
 			assert.Contains(t, c.text, tc.cause)

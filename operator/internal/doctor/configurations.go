@@ -35,23 +35,29 @@ type webhookView struct {
 	objectSelector    *metav1.LabelSelector
 	failurePolicy     admissionregistrationv1.FailurePolicyType
 	timeoutSeconds    int32
+	rules             []admissionregistrationv1.RuleWithOperations
+	// matchConditions counts the webhook's CEL match conditions, which the doctor does not
+	// evaluate.
+	matchConditions int
 }
 
 // webhooks lists every webhook of the configurations found, validating first.
 func (s *session) webhooks() []webhookView {
 	var out []webhookView
-	if c := s.validating; c != nil {
+	for _, c := range s.validating {
 		for _, w := range c.Webhooks {
 			out = append(out, webhookView{config: "ValidatingWebhookConfiguration " + c.Name, name: w.Name,
 				clientConfig: w.ClientConfig, namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector,
-				failurePolicy: policyOf(w.FailurePolicy), timeoutSeconds: timeoutOf(w.TimeoutSeconds)})
+				failurePolicy: policyOf(w.FailurePolicy), timeoutSeconds: timeoutOf(w.TimeoutSeconds),
+				rules: w.Rules, matchConditions: len(w.MatchConditions)})
 		}
 	}
-	if c := s.mutating; c != nil {
+	for _, c := range s.mutating {
 		for _, w := range c.Webhooks {
 			out = append(out, webhookView{config: "MutatingWebhookConfiguration " + c.Name, name: w.Name, mutating: true,
 				clientConfig: w.ClientConfig, namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector,
-				failurePolicy: policyOf(w.FailurePolicy), timeoutSeconds: timeoutOf(w.TimeoutSeconds)})
+				failurePolicy: policyOf(w.FailurePolicy), timeoutSeconds: timeoutOf(w.TimeoutSeconds),
+				rules: w.Rules, matchConditions: len(w.MatchConditions)})
 		}
 	}
 	return out
@@ -76,6 +82,9 @@ func timeoutOf(t *int32) int32 {
 // MutatingWebhookConfiguration: the names from the Deployment's arguments, else the chart's
 // names, else the namespace-restricted variants <release>-validating-<ns>.
 func checkConfigurations(ctx context.Context, s *session) outcome {
+	if !s.forRelease() {
+		return s.configurationsCallingService(ctx)
+	}
 	if !s.namesFromArgs {
 		if err := s.detectRestrictedNames(ctx); err != nil {
 			return failure("webhook configurations exist", readError("listing ValidatingWebhookConfigurations", err))
@@ -95,35 +104,85 @@ func checkConfigurations(ctx context.Context, s *session) outcome {
 		}
 	}
 	if vErr == nil {
-		s.validating = vwc
+		s.validating = append(s.validating, vwc)
 	}
 	if mErr == nil {
-		s.mutating = mwc
+		s.mutating = append(s.mutating, mwc)
 	}
 	switch {
 	case vErr != nil && mErr != nil:
 		return failure(title, documented(t1,
 			fmt.Sprintf("ValidatingWebhookConfiguration %s and MutatingWebhookConfiguration %s not found", s.validatingName, s.mutatingName),
-			s.fix.helmUpgrade()))
+			s.fix.reinstall()))
 	case vErr != nil:
 		return failure(title, documented(t1, fmt.Sprintf("ValidatingWebhookConfiguration %s not found", s.validatingName),
-			s.fix.helmUpgrade()))
+			s.fix.reinstall()))
 	case mErr != nil:
 		return failure(title, undocumented(
 			fmt.Sprintf("MutatingWebhookConfiguration %s not found: new DynamoGraphDeployments are not stamped and DynamoGraphDeploymentRequests get no default image", s.mutatingName),
-			s.fix.helmUpgrade()))
+			s.fix.reinstall()))
 	}
 	if len(vwc.Webhooks) == 0 || len(mwc.Webhooks) == 0 {
 		return failure(title, undocumented(
 			fmt.Sprintf("%s has %d webhooks and %s has %d: the chart renders every webhook of files/webhook/manifests.yaml",
 				vwc.Name, len(vwc.Webhooks), mwc.Name, len(mwc.Webhooks)),
-			s.fix.helmUpgrade()))
+			s.fix.reinstall()))
 	}
+	return pass(title, s.webhookDetails()...)
+}
+
+// webhookDetails is one line per webhook found: configuration, failurePolicy, timeoutSeconds.
+func (s *session) webhookDetails() []string {
 	var details []string
 	for _, w := range s.webhooks() {
 		details = append(details, fmt.Sprintf("%s: webhook %s, failurePolicy %s, timeoutSeconds %d", w.config, w.name, w.failurePolicy, w.timeoutSeconds))
 	}
-	return pass(title, details...)
+	return details
+}
+
+// configurationsCallingService finds, for any operator, every Validating- and
+// MutatingWebhookConfiguration with a webhook that calls the Service, keeping only those
+// webhooks; none is T1.
+func (s *session) configurationsCallingService(ctx context.Context) outcome {
+	svc := s.opts.Namespace + "/" + s.serviceName
+	title := fmt.Sprintf("webhook configurations call Service %s", svc)
+	var vwcs admissionregistrationv1.ValidatingWebhookConfigurationList
+	if err := s.client.List(ctx, &vwcs); err != nil {
+		return failure(title, readError("listing ValidatingWebhookConfigurations", err))
+	}
+	var mwcs admissionregistrationv1.MutatingWebhookConfigurationList
+	if err := s.client.List(ctx, &mwcs); err != nil {
+		return failure(title, readError("listing MutatingWebhookConfigurations", err))
+	}
+	for i := range vwcs.Items {
+		c := &vwcs.Items[i]
+		c.Webhooks = slices.DeleteFunc(c.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
+			return !s.calls(w.ClientConfig)
+		})
+		if len(c.Webhooks) > 0 {
+			s.validating = append(s.validating, c)
+		}
+	}
+	for i := range mwcs.Items {
+		c := &mwcs.Items[i]
+		c.Webhooks = slices.DeleteFunc(c.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool {
+			return !s.calls(w.ClientConfig)
+		})
+		if len(c.Webhooks) > 0 {
+			s.mutating = append(s.mutating, c)
+		}
+	}
+	if len(s.validating)+len(s.mutating) == 0 {
+		return failure(title, documented(t1,
+			fmt.Sprintf("no ValidatingWebhookConfiguration or MutatingWebhookConfiguration has a webhook that calls Service %s", svc),
+			s.fix.reinstall(), "kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations"))
+	}
+	return pass(title, s.webhookDetails()...)
+}
+
+// calls reports whether a webhook's clientConfig calls the examined Service.
+func (s *session) calls(cc admissionregistrationv1.WebhookClientConfig) bool {
+	return cc.Service != nil && cc.Service.Namespace == s.opts.Namespace && cc.Service.Name == s.serviceName
 }
 
 // detectRestrictedNames switches to <release>-validating-<ns> / <release>-mutating-<ns> when
@@ -162,6 +221,12 @@ type trustBundle struct {
 // injectFix is how the caBundle gets (back) into the webhook configurations, by mode.
 func (s *session) injectFix() []string {
 	switch s.mode {
+	case modeUnknown:
+		return []string{
+			"# the caBundle must hold the CA that signs the served certificate; whatever injects it (cert-manager's cainjector for configurations annotated cert-manager.io/inject-ca-from, the operator's own cert-controller, or you) has not:",
+			`kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations -o custom-columns='NAME:.metadata.name,INJECT-CA-FROM:.metadata.annotations.cert-manager\.io/inject-ca-from'`,
+			s.fix.rolloutRestart() + "   # operators that inject their own CA do so at startup",
+		}
 	case certs.ModeCertManager:
 		return []string{
 			fmt.Sprintf("kubectl get validatingwebhookconfiguration %s -o jsonpath='{.metadata.annotations.cert-manager\\.io/inject-ca-from}'   # must be %s/%s-serving-cert",
@@ -169,7 +234,7 @@ func (s *session) injectFix() []string {
 			"kubectl -n cert-manager logs deployment/cert-manager-cainjector",
 		}
 	case certs.ModeExternal:
-		return []string{s.fix.helmUpgrade(`--set webhook.caBundle="$(base64 -w0 ca.crt)"`)}
+		return []string{s.fix.reinstall(`--set webhook.caBundle="$(base64 -w0 ca.crt)"`)}
 	}
 	return []string{s.fix.rolloutRestart() + "   # the operator re-injects the Secret's ca.crt at startup and every --cert-check-interval"}
 }
@@ -281,7 +346,7 @@ func checkNamespaceSelector(ctx context.Context, s *session) outcome {
 	for _, w := range hooks {
 		sel, err := metav1.LabelSelectorAsSelector(w.namespaceSelector)
 		if err != nil {
-			return failure(title, undocumented(fmt.Sprintf("webhook %s has an invalid namespaceSelector: %v", w.name, err), s.fix.helmUpgrade()))
+			return failure(title, undocumented(fmt.Sprintf("webhook %s has an invalid namespaceSelector: %v", w.name, err), s.fix.reinstall()))
 		}
 		if !sel.Matches(set) {
 			unmatched = append(unmatched, w.name)
@@ -293,7 +358,9 @@ func checkNamespaceSelector(ctx context.Context, s *session) outcome {
 		}
 	}
 	details = append(details, fmt.Sprintf("namespace %s labels: %s", tns, labelsString(ns.Labels)))
-	details = append(details, s.leaseNote(ctx, tns)...)
+	if s.forRelease() {
+		details = append(details, s.leaseNote(ctx, tns)...)
+	}
 	if len(unmatched) == 0 {
 		return pass(title, details...)
 	}
@@ -317,7 +384,10 @@ func (s *session) selectorFix(tns string, selector *metav1.LabelSelector) []stri
 		}
 		out = append(out, fmt.Sprintf("kubectl label namespace %s %s --overwrite", tns, strings.Join(kv, " ")))
 	}
-	return append(out, s.fix.helmUpgrade(`--set-json 'webhook.namespaceSelector={}'`)+"   # or select every namespace")
+	if !s.forRelease() {
+		return append(out, "# or widen the webhook's namespaceSelector where the operator's installation sets it")
+	}
+	return append(out, s.fix.reinstall(`--set-json 'webhook.namespaceSelector={}'`)+"   # or select every namespace")
 }
 
 // leaseNote says when a namespace-restricted operator holds the test namespace: a

@@ -84,11 +84,17 @@ type facts struct {
 	container     string
 	deployment    *appsv1.Deployment
 
-	validating *admissionregistrationv1.ValidatingWebhookConfiguration
-	mutating   *admissionregistrationv1.MutatingWebhookConfiguration
+	// validating and mutating are the configurations found: a release's two, or, for any
+	// operator, every configuration with a webhook that calls the Service (holding only those
+	// webhooks).
+	validating []*admissionregistrationv1.ValidatingWebhookConfiguration
+	mutating   []*admissionregistrationv1.MutatingWebhookConfiguration
 
 	// secretChain is tls.crt of a usable Secret (leaf first).
 	secretChain []*x509.Certificate
+	// noSecret says why no serving-certificate Secret is named (any operator's webhook,
+	// without --secret, whose serving container mounts none or several).
+	noSecret string
 	// bundles are the distinct, parseable caBundles and the webhooks that carry them.
 	bundles []trustBundle
 	service *corev1.Service
@@ -154,14 +160,14 @@ func checkDeployment(ctx context.Context, s *session) outcome {
 				fmt.Sprintf("Deployment %s not found: release %q is not installed in namespace %s (check --release and --namespace)",
 					key, s.opts.Release, s.opts.Namespace),
 				fmt.Sprintf("helm list --all-namespaces --filter '^%s$'", s.opts.Release),
-				s.fix.helmUpgrade("--install")))
+				s.fix.reinstall("--install")))
 		}
 		return failure(title, readError("getting Deployment "+key.String(), err))
 	}
 	s.deployment = &d
 	c := operatorContainer(&d)
 	if c == nil {
-		return failure(title, undocumented(fmt.Sprintf("Deployment %s has no containers", key), s.fix.helmUpgrade()))
+		return failure(title, undocumented(fmt.Sprintf("Deployment %s has no containers", key), s.fix.reinstall()))
 	}
 	s.container = c.Name
 	args := parseArgs(c.Args)

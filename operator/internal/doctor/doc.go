@@ -1,6 +1,7 @@
 // Package doctor runs the checks of the Dynamo webhook documentation's troubleshooting section
-// against a live cluster, for one Helm release of the operator, and says which documented
-// cause (CATALOG.md §T, by T-ID) is behind a broken admission path and what fixes it.
+// against a live cluster, for one Helm release of the operator (Doctor) or for any operator's
+// webhooks (WebhookDoctor), and says which documented cause (CATALOG.md §T, by T-ID) is behind
+// a broken admission path and what fixes it.
 //
 // It follows cert-manager's cmapichecker (dry-run a known-good and a known-bad object, classify
 // a failed webhook call by its error text) and goes further: it inspects the operator
@@ -43,6 +44,36 @@
 //	serving-certificate     T3 / T4 / T5 / T6 / timeout, from a real TLS handshake
 //	operator-logs           "Registering validation webhooks", "Starting webhook server"
 //	admission-dry-run       T9 and, as consequences, the failed-call texts of T1-T8
+//
+// # Any operator's webhooks
+//
+// WebhookDoctor (kubectl webhook-doctor) runs the same checks, with the same IDs and causes,
+// against any operator, named by its webhook Service rather than a release: the
+// configurations are every Validating- and MutatingWebhookConfiguration with a webhook whose
+// clientConfig.service is that Service (none is T1), the Deployment is the one the Service's
+// selector matches, the Secret the one its serving container mounts (or --secret; when it
+// cannot be named the certificate-secret check has nothing to examine, which does not make the
+// report unhealthy). Without --service, the Service is the one that webhook configurations and
+// CRD conversion webhooks in the namespace call; several or none is the caller's error, not a
+// finding. The release's extras — operator-deployment, cert-controller-rbac, operator-logs and
+// the namespace Lease note — are gauntlet's operator's own and do not run (releaseExtras).
+// Fixes say what must happen instead of naming gauntlet's chart, since who issues the
+// operator's certificates and injects its caBundles is not known (modeUnknown).
+//
+// Its admission-dry-run is the one check that differs. A release's dry-run sends a known-good
+// and a known-bad DynamoGraphDeployment and judges the answers; for an arbitrary operator the
+// doctor knows no valid or invalid object, and pretending to would fail healthy operators or
+// pass broken ones. So it asks the one question it can answer honestly, per webhook: does the
+// API server reach it? It dry-run creates an object of a resource the webhook's CREATE rules
+// match (a ConfigMap for a rule on every core resource, whose emptiest instance is valid, so it
+// also reaches validating webhooks, which the API server calls only after schema validation)
+// in the test namespace, with the objectSelector's matchLabels. The API server's "failed
+// calling webhook" for one of the examined webhooks fails the check, classified by its error
+// text as the release's dry-run does (T3-T9); the webhook's own denial or the object admitted
+// shows the call was answered. What cannot show it — no CREATE rule, failurePolicy Ignore (a
+// failed call admits too), matchConditions the doctor does not evaluate, another webhook
+// denying first, an object rejected before validation — is reported in the details, and when
+// no webhook could be probed the check has nothing to examine.
 //
 // Nothing the doctor prints contains key material: Secrets are parsed, never echoed.
 package doctor

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/operator/internal/certs"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/scheme"
 )
 
@@ -50,15 +51,19 @@ type Result struct {
 	Details []string `json:"details,omitempty"`
 	// DependsOn lists, for a skipped or consequential check, the upstream root causes.
 	DependsOn []string `json:"dependsOn,omitempty"`
+	// inapplicable marks a skip for want of something to examine that no fault explains (the
+	// serving container mounts no Secret the doctor could name): it does not make the report
+	// unhealthy. Not printed in JSON, whose shape is fixed; the skip's cause says why.
+	inapplicable bool
 }
 
 // Report is the outcome of every check, in the order they ran.
 type Report []Result
 
-// Healthy reports whether every check passed.
+// Healthy reports whether every check passed (or had nothing to examine, see Result).
 func (r Report) Healthy() bool {
 	for _, res := range r {
-		if !res.OK {
+		if !res.OK && !res.inapplicable {
 			return false
 		}
 	}
@@ -191,11 +196,16 @@ type Doctor struct {
 	forward func(ctx context.Context, pod string, port int32) (addr string, stop func() error, err error)
 }
 
-// New returns a Doctor that reaches the cluster through cfg.
+// New returns a Doctor that examines a release of gauntlet's operator through cfg.
 func New(cfg *rest.Config, opts Options) (*Doctor, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	return newDoctor(cfg, opts)
+}
+
+// newDoctor connects a Doctor with validated options to cfg's cluster.
+func newDoctor(cfg *rest.Config, opts Options) (*Doctor, error) {
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, fmt.Errorf("building a client for %s: %w", cfg.Host, err)
@@ -224,6 +234,8 @@ type outcome struct {
 	// skipped is set when the check found it cannot run (e.g. nothing to examine because
 	// the objects it reads are missing, which an upstream check reported).
 	skipped string
+	// inapplicable: the skip is not explained by a fault (see Result).
+	inapplicable bool
 }
 
 func pass(title string, details ...string) outcome {
@@ -236,6 +248,12 @@ func failure(title string, c cause, details ...string) outcome {
 
 func skip(title, reason string) outcome { return outcome{title: title, skipped: reason} }
 
+// inapplicable is a skip that does not make the report unhealthy: the check has nothing to
+// examine and no fault explains it (see Result).
+func inapplicable(title, reason string) outcome {
+	return outcome{title: title, skipped: reason, inapplicable: true}
+}
+
 // check is one documented check.
 type check struct {
 	id string
@@ -246,6 +264,15 @@ type check struct {
 	run   func(ctx context.Context, s *session) outcome
 }
 
+// modeUnknown is the certificate mode of any operator's webhook: who issues its certificate
+// and injects its caBundle is not known, so fixes say what must happen, not which command of
+// gauntlet's chart does it.
+const modeUnknown certs.Mode = ""
+
+// forRelease reports whether the session examines a release of gauntlet's operator (rather
+// than any operator's webhook Service).
+func (s *session) forRelease() bool { return s.opts.Release != "" }
+
 // session carries what checks found for the checks after them.
 type session struct {
 	*Doctor
@@ -253,9 +280,19 @@ type session struct {
 	results map[string]Result
 }
 
+// run runs checks for a release, its names the chart's defaults until checkDeployment reads
+// the operator's arguments.
 func (d *Doctor) run(ctx context.Context, checks []check) Report {
-	s := &session{Doctor: d, results: map[string]Result{}}
-	s.facts = defaultFacts(d.opts)
+	return d.newSession(defaultFacts(d.opts)).runChecks(ctx, checks)
+}
+
+func (d *Doctor) newSession(f facts) *session {
+	return &session{Doctor: d, facts: f, results: map[string]Result{}}
+}
+
+// runChecks runs checks in order; checks of an earlier runChecks of the session count as
+// upstream of them.
+func (s *session) runChecks(ctx context.Context, checks []check) Report {
 	var report Report
 	for _, c := range checks {
 		res := Result{ID: c.id, Title: c.title}
@@ -277,6 +314,7 @@ func (d *Doctor) run(ctx context.Context, checks []check) Report {
 				res.Status = StatusSkipped
 				res.Cause = "skipped: " + o.skipped
 				res.DependsOn = s.rootsOf(s.notPassed(append(slices.Clone(c.needs), c.after...)))
+				res.inapplicable = o.inapplicable && len(res.DependsOn) == 0
 			case o.ok:
 				res.Status, res.OK = StatusPass, true
 			default:

@@ -81,18 +81,18 @@ func (s *session) mutationNotRunning(ctx context.Context, tns string) cause {
 func (s *session) notRunning(ctx context.Context, tns string, mutating bool) cause {
 	kind, name, webhook := "ValidatingWebhookConfiguration", s.validatingName, dryRunWebhook
 	found := "an invalid DynamoGraphDeployment was admitted: validation is not running for namespace " + tns
-	present := s.validating != nil
+	present := len(s.validating) > 0
 	if mutating {
 		kind, name, webhook = "MutatingWebhookConfiguration", s.mutatingName, dryRunMutatingWebhook
 		found = fmt.Sprintf("a valid DynamoGraphDeployment was admitted without the %s annotation: the mutating webhook is not running for namespace %s",
 			v1alpha1.OperatorOriginVersionAnnotation, tns)
-		present = s.mutating != nil
+		present = len(s.mutating) > 0
 	}
 	if !present {
 		if mutating {
-			return undocumented(fmt.Sprintf("%s (%s %s missing)", found, kind, name), s.fix.helmUpgrade())
+			return undocumented(fmt.Sprintf("%s (%s %s missing)", found, kind, name), s.fix.reinstall())
 		}
-		return documented(t1, fmt.Sprintf("%s (%s %s missing)", found, kind, name), s.fix.helmUpgrade())
+		return documented(t1, fmt.Sprintf("%s (%s %s missing)", found, kind, name), s.fix.reinstall())
 	}
 	var ns corev1.Namespace
 	nsErr := s.client.Get(ctx, client.ObjectKey{Name: tns}, &ns)
@@ -113,7 +113,7 @@ func (s *session) notRunning(ctx context.Context, tns string, mutating bool) cau
 			fmt.Sprintf("kubectl -n %s get lease %s", tns, namespaceLockLease),
 			fmt.Sprintf("kubectl get %s %s -o yaml", strings.ToLower(kind), name))
 	}
-	return undocumented(fmt.Sprintf("%s: %s %s has no webhook %s", found, kind, name, webhook), s.fix.helmUpgrade())
+	return undocumented(fmt.Sprintf("%s: %s %s has no webhook %s", found, kind, name, webhook), s.fix.reinstall())
 }
 
 // Error texts of failed webhook calls, as the API server words them (Go's net and x509
@@ -146,13 +146,13 @@ func (s *session) callFailure(action string, err error) cause {
 	switch {
 	case deniedBy.MatchString(text):
 		m := deniedBy.FindStringSubmatch(text)
-		if s.isReleaseWebhook(m[1]) {
+		if s.isExaminedWebhook(m[1]) {
 			return undocumented(fmt.Sprintf("%s was denied by this release's webhook %q: %s", action, m[1], shorten(text, 300)), s.fix.logs())
 		}
 		return undocumented(fmt.Sprintf("%s was denied by another admission webhook, %q: %s", action, m[1], shorten(text, 300)),
 			"kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations")
 	case serviceNotFound.MatchString(text):
-		return documented(t8, fmt.Sprintf("%s failed: calling %s: %s", action, webhook, serviceNotFound.FindString(text)), s.fix.helmUpgrade())
+		return documented(t8, fmt.Sprintf("%s failed: calling %s: %s", action, webhook, serviceNotFound.FindString(text)), s.fix.reinstall())
 	case noEndpoints.MatchString(text), connRefused.MatchString(text):
 		return documented(t6, fmt.Sprintf("%s failed: calling %s: connection refused", action, webhook),
 			s.fix.describePods(), s.fix.logs())
@@ -169,18 +169,22 @@ func (s *session) callFailure(action string, err error) cause {
 			action, webhook, expiredAt.FindString(text), ca.Subject.CommonName), s.reissueCA()...)
 	case expired.MatchString(text):
 		return documented(t5, fmt.Sprintf("%s failed: calling %s: x509: certificate has expired or is not yet valid", action, webhook), s.reissue()...)
+	case failedCalling.MatchString(text) && deadlineExceeded.MatchString(text) && !s.forRelease():
+		return documented(t9, fmt.Sprintf("%s failed: calling %s: context deadline exceeded (slower than its timeoutSeconds)", action, webhook),
+			s.fix.logs()+"   # why the webhook answers slowly",
+			"# or raise the webhook's timeoutSeconds (at most 30) where the operator's installation sets it")
 	case failedCalling.MatchString(text) && deadlineExceeded.MatchString(text):
 		return documented(t9, fmt.Sprintf("%s failed: calling %s: context deadline exceeded (slower than its timeoutSeconds)", action, webhook),
 			s.fix.logs()+" | grep duration   # how long each call took",
 			fmt.Sprintf("kubectl -n %s get deployment %s -o jsonpath='{.spec.template.spec.containers[0].args}' | grep -o -- '--webhook-latency-injection=[^\"]*'   # test-only latency must be unset",
 				s.opts.Namespace, s.deploymentName),
-			s.fix.helmUpgrade("--set webhook.timeoutSeconds=30")+"   # if the webhook is legitimately slow")
+			s.fix.reinstall("--set webhook.timeoutSeconds=30")+"   # if the webhook is legitimately slow")
 	case forbiddenForUser.MatchString(text):
 		return undocumented(fmt.Sprintf("%s: the doctor's credentials may not create DynamoGraphDeployments in namespace %s", action, tns),
 			fmt.Sprintf("kubectl auth can-i create dynamographdeployments.nvidia.com -n %s", tns))
 	case crdMissing.MatchString(text):
 		return undocumented(fmt.Sprintf("%s: the DynamoGraphDeployment CRD is not installed", action),
-			s.fix.helmUpgrade("--set crds.install=true"))
+			s.fix.reinstall("--set crds.install=true"))
 	case namespaceNotFound.MatchString(text):
 		return undocumented(fmt.Sprintf("%s: namespace %s not found", action, tns), "kubectl create namespace "+tns)
 	case failedCalling.MatchString(text):
@@ -189,8 +193,9 @@ func (s *session) callFailure(action string, err error) cause {
 	return undocumented(fmt.Sprintf("%s failed: %s", action, shorten(strings.TrimSpace(text), 300)), s.fix.logs())
 }
 
-// isReleaseWebhook reports whether name is a webhook of this release's configurations.
-func (s *session) isReleaseWebhook(name string) bool {
+// isExaminedWebhook reports whether name is a webhook of the configurations examined: a
+// release's, or those with webhooks that call the examined Service.
+func (s *session) isExaminedWebhook(name string) bool {
 	for _, w := range s.webhooks() {
 		if w.name == name {
 			return true

@@ -269,6 +269,15 @@ func (r *release) webhookConfigurations(t testing.TB) (*admissionregistrationv1.
 	return vwc, mwc
 }
 
+// withConfigurations gives s the release's webhook configurations, as checkConfigurations
+// finds them.
+func withConfigurations(t testing.TB, s *session, r *release) {
+	t.Helper()
+	vwc, mwc := r.webhookConfigurations(t)
+	s.validating = []*admissionregistrationv1.ValidatingWebhookConfiguration{vwc}
+	s.mutating = []*admissionregistrationv1.MutatingWebhookConfiguration{mwc}
+}
+
 // webhookFields points at the fields tests set of one validating or mutating webhook.
 type webhookFields struct {
 	clientConfig      *admissionregistrationv1.WebhookClientConfig
@@ -330,8 +339,14 @@ func fakeDoctor(t testing.TB, r *release, objs []client.Object, now time.Time) *
 // checksByID picks checks out of the documented list, keeping its order.
 func checksByID(t testing.TB, ids ...string) []check {
 	t.Helper()
+	return checksOf(t, allChecks(), ids...)
+}
+
+// checksOf picks checks out of a checklist by ID, keeping its order.
+func checksOf(t testing.TB, list []check, ids ...string) []check {
+	t.Helper()
 	var out []check
-	for _, c := range allChecks() {
+	for _, c := range list {
 		for _, id := range ids {
 			if c.id == id {
 				out = append(out, c)

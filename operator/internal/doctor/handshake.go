@@ -316,7 +316,7 @@ func (s *session) unreachableCause(host string, err error) cause {
 	}
 	switch {
 	case err == nil:
-		return undocumented(fmt.Sprintf("Service %s/%s has no address to dial", s.opts.Namespace, s.serviceName), s.fix.helmUpgrade())
+		return undocumented(fmt.Sprintf("Service %s/%s has no address to dial", s.opts.Namespace, s.serviceName), s.fix.reinstall())
 	case isRefused(err):
 		return documented(t6, fmt.Sprintf("connecting to the webhook behind %s: connection refused (nothing listens on the Service's port)", host),
 			s.fix.describePods(), s.fix.logs())

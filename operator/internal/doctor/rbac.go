@@ -112,7 +112,7 @@ func checkRBAC(ctx context.Context, s *session) outcome {
 	}
 	return failure(title, documented(t10,
 		fmt.Sprintf("%s cannot %s", user, strings.Join(cannot, ", ")),
-		s.fix.helmUpgrade()+"   # re-renders the chart's Role "+s.deploymentName+"-certs and ClusterRole",
+		s.fix.reinstall()+"   # re-renders the chart's Role "+s.deploymentName+"-certs and ClusterRole",
 		denied[0].canI(user)+"   # must say yes"),
 		details...)
 }

@@ -68,6 +68,15 @@ func writeDetails(b *strings.Builder, details []string) {
 // summary is the last line of the text report.
 func (r Report) summary() string {
 	if r.Healthy() {
+		var idle []string
+		for _, res := range r {
+			if res.inapplicable {
+				idle = append(idle, res.ID)
+			}
+		}
+		if len(idle) > 0 {
+			return fmt.Sprintf("healthy: %d checks passed, %d had nothing to examine (%s)", len(r)-len(idle), len(idle), strings.Join(idle, ", "))
+		}
 		return fmt.Sprintf("healthy: all %d checks passed", len(r))
 	}
 	var roots []string

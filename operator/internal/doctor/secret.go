@@ -28,6 +28,12 @@ const (
 func (s *session) reissue() []string {
 	ns := s.opts.Namespace
 	switch s.mode {
+	case modeUnknown:
+		return []string{
+			fmt.Sprintf("# re-issue the serving certificate in Secret %s/%s with DNS name %s, with whatever issues it (cert-manager, the operator's own cert-controller, or by hand), then let the server load it:",
+				ns, s.secretName, s.serviceHost()),
+			s.fix.rolloutRestart(),
+		}
 	case certs.ModeCertManager:
 		return []string{fmt.Sprintf("kubectl -n %s delete secret %s   # cert-manager re-issues Certificate %s-serving-cert",
 			ns, s.secretName, s.opts.Release)}
@@ -47,6 +53,9 @@ func (s *session) reissue() []string {
 func checkSecret(ctx context.Context, s *session) outcome {
 	key := client.ObjectKey{Namespace: s.opts.Namespace, Name: s.secretName}
 	host := s.serviceHost()
+	if s.secretName == "" {
+		return inapplicable(fmt.Sprintf("the serving-certificate Secret holds a certificate for %s within its validity", host), s.noSecret)
+	}
 	title := fmt.Sprintf("Secret %s holds a serving certificate for %s within its validity", key, host)
 
 	var secret corev1.Secret
@@ -63,21 +72,30 @@ func checkSecret(ctx context.Context, s *session) outcome {
 			return failure(title, undocumented(
 				fmt.Sprintf("Secret %s not found: in external mode you create it (keys tls.crt, tls.key, ca.crt)", key),
 				s.reissue()...))
+		case modeUnknown:
+			return failure(title, documented(t11,
+				fmt.Sprintf("Secret %s not found: the running server keeps the certificate it loaded, but a restarted Pod cannot mount it until whatever issues it (the operator, cert-manager, or you) creates it again", key),
+				s.reissue()...))
 		}
 		return failure(title, documented(t11,
 			fmt.Sprintf("Secret %s not found; the operator keeps serving the certificate it loaded until it regenerates one", key),
 			s.fix.rolloutRestart()))
 	}
 
+	// Any operator's Secret needs only the key pair: ca.crt is gauntlet's chart's convention.
+	required := []string{keyTLSCert, keyTLSKey, keyCACert}
+	if s.mode == modeUnknown {
+		required = required[:2]
+	}
 	var missing []string
-	for _, k := range []string{keyTLSCert, keyTLSKey, keyCACert} {
+	for _, k := range required {
 		if len(secret.Data[k]) == 0 {
 			missing = append(missing, k)
 		}
 	}
 	if len(missing) > 0 {
 		return failure(title, undocumented(
-			fmt.Sprintf("Secret %s lacks %s (it needs tls.crt, tls.key and ca.crt)", key, strings.Join(missing, ", ")),
+			fmt.Sprintf("Secret %s lacks %s (it needs %s)", key, strings.Join(missing, ", "), keyList(required)),
 			s.reissue()...))
 	}
 	// X509KeyPair's errors describe the mismatch, never the key.
@@ -93,7 +111,9 @@ func checkSecret(ctx context.Context, s *session) outcome {
 	now := s.opts.Now()
 	details := []string{describeCertificate("tls.crt", leaf)}
 	var expiredCA *x509.Certificate
-	if roots, err := certutil.ParseCertsPEM(secret.Data[keyCACert]); err != nil {
+	if len(secret.Data[keyCACert]) == 0 {
+		details = append(details, "no ca.crt: the certificate's trust is judged against the caBundles only")
+	} else if roots, err := certutil.ParseCertsPEM(secret.Data[keyCACert]); err != nil {
 		details = append(details, "ca.crt does not parse: "+err.Error())
 	} else {
 		var detail string
@@ -117,6 +137,11 @@ func checkSecret(ctx context.Context, s *session) outcome {
 	}
 	s.secretChain = chain
 	return pass(title, details...)
+}
+
+// keyList is "tls.crt and tls.key" or "tls.crt, tls.key and ca.crt".
+func keyList(keys []string) string {
+	return strings.Join(keys[:len(keys)-1], ", ") + " and " + keys[len(keys)-1]
 }
 
 // verifyTrust checks that chain (leaf first) chains to one of roots for server auth now, as
@@ -215,6 +240,12 @@ func (s *session) expiredCACause(where string, ca *x509.Certificate, now time.Ti
 func (s *session) reissueCA() []string {
 	ns := s.opts.Namespace
 	switch s.mode {
+	case modeUnknown:
+		return []string{
+			fmt.Sprintf("# create a new CA, issue the serving certificate in Secret %s/%s with DNS name %s from it, and put the new CA into every webhook's caBundle, with whatever manages them (cert-manager, the operator's own cert-controller, or by hand); then:",
+				ns, s.secretName, s.serviceHost()),
+			s.fix.rolloutRestart(),
+		}
 	case certs.ModeCertManager:
 		return []string{
 			fmt.Sprintf("# renew the CA of the issuer that Certificate %s/%s-serving-cert names (its ca.crt expired), then re-issue the serving certificate:", ns, s.opts.Release),
@@ -226,7 +257,7 @@ func (s *session) reissueCA() []string {
 			fmt.Sprintf("# create a new CA (ca.crt), issue tls.crt with DNS name %s from it, then store both and make the webhooks trust the new CA:", s.serviceHost()),
 			fmt.Sprintf("kubectl -n %s create secret generic %s --type=kubernetes.io/tls --from-file=tls.crt --from-file=tls.key --from-file=ca.crt --dry-run=client -o yaml | kubectl apply -f -",
 				ns, s.secretName),
-			s.fix.helmUpgrade(`--set webhook.caBundle="$(base64 -w0 ca.crt)"`),
+			s.fix.reinstall(`--set webhook.caBundle="$(base64 -w0 ca.crt)"`),
 		}
 	}
 	return []string{s.fix.rolloutRestart() + "   # automatic mode generates a new CA and serving certificate when the CA has expired, and injects the new CA"}

@@ -48,18 +48,18 @@ func checkService(ctx context.Context, s *session) outcome {
 				url = *w.clientConfig.URL
 			}
 			return failure(title, undocumented(
-				fmt.Sprintf("webhook %s calls URL %q instead of Service %s", w.name, url, key), s.fix.helmUpgrade()))
+				fmt.Sprintf("webhook %s calls URL %q instead of Service %s", w.name, url, key), s.fix.reinstall()))
 		}
 		if ref.Namespace != key.Namespace || ref.Name != key.Name {
 			return failure(title, undocumented(
 				fmt.Sprintf("webhook %s calls Service %s/%s, but the operator serves behind Service %s (its certificate is for %s)",
 					w.name, ref.Namespace, ref.Name, key, s.serviceHost()),
-				s.fix.helmUpgrade()))
+				s.fix.reinstall()))
 		}
 		p := webhookPort(ref)
 		if portSeen && p != port {
 			return failure(title, undocumented(
-				fmt.Sprintf("webhooks call Service %s on different ports (%d and %d)", key, port, p), s.fix.helmUpgrade()))
+				fmt.Sprintf("webhooks call Service %s on different ports (%d and %d)", key, port, p), s.fix.reinstall()))
 		}
 		port, portSeen = p, true
 	}
@@ -67,7 +67,7 @@ func checkService(ctx context.Context, s *session) outcome {
 	var svc corev1.Service
 	if err := s.client.Get(ctx, key, &svc); err != nil {
 		if apierrors.IsNotFound(err) {
-			return failure(title, documented(t8, fmt.Sprintf("Service %s not found", key), s.fix.helmUpgrade()))
+			return failure(title, documented(t8, fmt.Sprintf("Service %s not found", key), s.fix.reinstall()))
 		}
 		return failure(title, readError("getting Service "+key.String(), err))
 	}
@@ -79,7 +79,7 @@ func checkService(ctx context.Context, s *session) outcome {
 		}
 	}
 	return failure(title, undocumented(
-		fmt.Sprintf("Service %s has no port %d, the port the webhooks call", key, port), s.fix.helmUpgrade()))
+		fmt.Sprintf("Service %s has no port %d, the port the webhooks call", key, port), s.fix.reinstall()))
 }
 
 // checkEndpoints checks that the Service has ready endpoints for the webhook port, from its
@@ -167,7 +167,7 @@ func (s *session) operatorDownCause(service string) cause {
 		found += fmt.Sprintf(" (failurePolicy Ignore on %s)", s.webhookList(ignoring))
 	}
 	return documented(sc, found, s.fix.describePods(), s.fix.logs()+" --previous   # why it crashed",
-		fmt.Sprintf("kubectl -n %s rollout status deployment/%s", s.opts.Namespace, s.deploymentName))
+		fmt.Sprintf("kubectl -n %s rollout status %s", s.opts.Namespace, s.fix.deploymentRef()))
 }
 
 // slicePort resolves the Service port name in an EndpointSlice.
@@ -220,10 +220,7 @@ func podReady(p *corev1.Pod) bool {
 func containerPort(p *corev1.Pod, sp corev1.ServicePort) (int32, bool) {
 	tp := sp.TargetPort
 	if tp.StrVal == "" {
-		if tp.IntVal == 0 {
-			return sp.Port, true
-		}
-		return tp.IntVal, true
+		return targetPortNumber(sp), true
 	}
 	for _, c := range p.Spec.Containers {
 		for _, cp := range c.Ports {

@@ -124,7 +124,7 @@ func TestDryRunFailureWithAnExpiredCA(t *testing.T) {
 		`tls: failed to verify certificate: x509: certificate signed by unknown authority (possibly because of "x509: certificate has expired or is not yet valid: current time 2026-01-02T00:00:00Z is after 2026-01-01T00:00:00Z" while trying to verify candidate authority certificate "expired-ca")`
 	r := newRelease(t)
 	s := &session{Doctor: fakeDoctor(t, r, r.objects(t), time.Now()), facts: defaultFacts(Options{Release: "dynamo", Namespace: "dynamo-system", Chart: DefaultChart})}
-	s.validating, s.mutating = r.webhookConfigurations(t)
+	withConfigurations(t, s, r)
 	c := s.callFailure("the dry-run create", errors.New(text))
 	assert.Empty(t, c.scenario, "not T3: the CA is the right one, but expired")
 	assert.Contains(t, c.text, `the CA "expired-ca" the caBundle holds is outside its validity`)
@@ -137,7 +137,7 @@ func TestDryRunFailureNamingTheCAsNotAfter(t *testing.T) {
 	now := time.Now()
 	r := expiredCARelease(t, now)
 	s := &session{Doctor: fakeDoctor(t, r, r.objects(t), now), facts: defaultFacts(Options{Release: "dynamo", Namespace: "dynamo-system", Chart: DefaultChart})}
-	s.validating, s.mutating = r.webhookConfigurations(t)
+	withConfigurations(t, s, r)
 	s.bundles = []trustBundle{{roots: []*x509.Certificate{r.ca.cert}, webhooks: []string{"vdynamographdeployment.nvidia.com"}}}
 	const post = `Internal error occurred: failed calling webhook "vdynamographdeployment.nvidia.com": failed to call webhook: Post "https://dynamo-webhook-service.dynamo-system.svc:443/validate?timeout=10s": tls: failed to verify certificate: `
 	text := post + "x509: certificate has expired or is not yet valid: current time " + now.UTC().Format(time.RFC3339) + " is after " + notAfter(r.ca.cert.NotAfter)
