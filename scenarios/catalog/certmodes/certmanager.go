@@ -18,8 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
@@ -141,7 +139,7 @@ func expectIssuedBy(ctx context.Context, t *testing.T, c *suite.Cluster, r *char
 				return false, err.Error(), nil
 			}
 			ir := crt.Spec.IssuerRef
-			seen := fmt.Sprintf("issuerRef %s %s (group %s), %s", ir.Kind, ir.Name, ir.Group, readyCondition(crt))
+			seen := fmt.Sprintf("issuerRef %s %s (group %s), %s", ir.Kind, ir.Name, ir.Group, certmanager.ReadyState(crt))
 			return ir.Kind == ref.Kind && ir.Name == ref.Name && apiutil.CertificateHasCondition(crt, cmv1.CertificateCondition{Type: cmv1.CertificateConditionReady, Status: cmmeta.ConditionTrue}), seen, nil
 		})
 	crt, err := cm.CertmanagerV1().Certificates(r.Namespace).Get(ctx, name, metav1.GetOptions{})
@@ -181,15 +179,6 @@ func expectSecretSignedBy(ctx context.Context, t *testing.T, c *suite.Cluster, r
 		return true, "", nil
 	})
 	return leaf
-}
-
-func readyCondition(crt *cmv1.Certificate) string {
-	for _, cond := range crt.Status.Conditions {
-		if cond.Type == cmv1.CertificateConditionReady {
-			return fmt.Sprintf("Ready=%s (%s: %s)", cond.Status, cond.Reason, cond.Message)
-		}
-	}
-	return "no Ready condition"
 }
 
 // deleteCAIssuer removes what release.CreateCAIssuer made: the issuer, its self-signed
@@ -250,9 +239,9 @@ func certManagerRenewal() types.Feature {
 		Assess(fmt.Sprintf("a renewal under %d dry-run creates per second fails none of them", renewalLoadRate), func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			load := startAdmissionLoad(ctx, c, ns, renewalLoadRate)
-			defer load.expectNoFailures(ctx, t, "through the renewal")
+			defer load.ExpectNoFailures(ctx, t, "through the renewal")
 			time.Sleep(renewalLoadBefore)
-			if sent, _ := load.counts(); sent == 0 {
+			if sent, _ := load.Counts(); sent == 0 {
 				expect.Fatalf(t, "admission load: expected answers within %s, saw none (%s)", renewalLoadBefore, load)
 			}
 
@@ -294,49 +283,19 @@ func certManagerRenewal() types.Feature {
 		Feature()
 }
 
-// renewalTriggerRetry outlasts cert-manager's own status writes right after an issuance (P3
-// triggers renewals back to back): client-go's DefaultRetry gives up after five tries in 50 ms.
-var renewalTriggerRetry = wait.Backoff{Steps: 20, Duration: 50 * time.Millisecond, Factor: 1.5, Cap: 2 * time.Second}
-
-// triggerRenewal does what `cmctl renew` does: it sets the Certificate's Issuing condition, and
-// cert-manager issues a new certificate at once. by names the scenario in the condition's message.
-// cert-manager writes the Certificate's status too, so the update is retried on a conflict.
+// triggerRenewal renews the release's serving Certificate as `cmctl renew` does
+// (certmanager.Renew); by names the scenario in the Issuing condition's message.
 func triggerRenewal(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, by string) {
 	t.Helper()
-	certs := certManagerClient(t, c).CertmanagerV1().Certificates(r.Namespace)
-	err := retry.RetryOnConflict(renewalTriggerRetry, func() error {
-		crt, err := certs.Get(ctx, r.ServingCertificateName(), metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		apiutil.SetCertificateCondition(crt, crt.Generation, cmv1.CertificateConditionIssuing, cmmeta.ConditionTrue, "ManuallyTriggered", "Certificate re-issuance manually triggered by gauntlet "+by)
-		_, err = certs.UpdateStatus(ctx, crt, metav1.UpdateOptions{})
-		return err
-	})
-	expect.NoError(t, err, "setting condition Issuing=True on Certificate %s/%s", r.Namespace, r.ServingCertificateName())
+	expect.NoError(t, certmanager.Renew(ctx, c.RESTConfig(), r.Namespace, r.ServingCertificateName(), "gauntlet "+by), "renewing the serving certificate of %s", r)
 }
 
-// waitIssued waits until cert-manager has finished an issuance: the Certificate is Ready, not
-// Issuing, at a revision above after. It returns that revision. A renewal triggered before
-// that would be lost: cert-manager clears the Issuing condition when the issuance in progress
-// ends.
+// waitIssued waits until cert-manager has finished an issuance of the release's serving
+// Certificate at a revision above after (certmanager.WaitIssued) and returns that revision.
 func waitIssued(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, after int) int {
 	t.Helper()
-	certs := certManagerClient(t, c).CertmanagerV1().Certificates(r.Namespace)
-	revision := 0
-	what := fmt.Sprintf("Certificate %s/%s to be Ready and not Issuing at a revision above %d", r.Namespace, r.ServingCertificateName(), after)
-	expect.Eventually(ctx, t, what, issuanceTimeout, func(ctx context.Context) (bool, string, error) {
-		crt, err := certs.Get(ctx, r.ServingCertificateName(), metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		if crt.Status.Revision != nil {
-			revision = *crt.Status.Revision
-		}
-		ready := apiutil.CertificateHasCondition(crt, cmv1.CertificateCondition{Type: cmv1.CertificateConditionReady, Status: cmmeta.ConditionTrue})
-		issuing := apiutil.CertificateHasCondition(crt, cmv1.CertificateCondition{Type: cmv1.CertificateConditionIssuing, Status: cmmeta.ConditionTrue})
-		return ready && !issuing && revision > after, fmt.Sprintf("revision %d, %s, issuing %t", revision, readyCondition(crt), issuing), nil
-	})
+	revision, err := certmanager.WaitIssued(ctx, c.RESTConfig(), r.Namespace, r.ServingCertificateName(), after, issuanceTimeout)
+	expect.NoError(t, err, "the serving certificate of %s", r)
 	return revision
 }
 

@@ -74,19 +74,7 @@ func operatorReplicas(ctx context.Context, t *testing.T, c *suite.Cluster, r *ch
 // left for 0, the Deployment Available otherwise.
 func scaleOperator(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, n int32) {
 	t.Helper()
-	ref := r.Namespace + "/" + r.DeploymentName()
-	deployments := c.Kube().AppsV1().Deployments(r.Namespace)
-	s, err := deployments.GetScale(ctx, r.DeploymentName(), metav1.GetOptions{})
-	expect.NoError(t, err, "getting the scale of Deployment %s", ref)
-	s.Spec.Replicas = n
-	_, err = deployments.UpdateScale(ctx, r.DeploymentName(), s, metav1.UpdateOptions{})
-	expect.NoError(t, err, "scaling Deployment %s to %d replicas", ref, n)
-	if n == 0 {
-		sel := "app.kubernetes.io/name=" + chart.OperatorAppLabel + ",app.kubernetes.io/instance=" + r.Name
-		expect.NoError(t, release.WaitPodsGone(ctx, c.Kube(), r.Namespace, sel, rolloutTimeout), "scaling Deployment %s to 0", ref)
-		return
-	}
-	expect.NoError(t, release.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout), "scaling Deployment %s to %d", ref, n)
+	expect.NoError(t, release.ScaleDeployment(ctx, c.Kube(), r.Namespace, r.DeploymentName(), n, rolloutTimeout), "scaling %s", r)
 }
 
 // operatorLogs returns the current logs of every operator pod, by pod name.

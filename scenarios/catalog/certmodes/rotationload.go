@@ -102,9 +102,9 @@ func rotationsUnderLoad() types.Feature {
 			func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 				c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 				load := startAdmissionLoad(ctx, c, ns, reliabilityLoadRate)
-				defer load.expectNoFailures(ctx, t, fmt.Sprintf("through %d certificate rotations", rotations))
+				defer load.ExpectNoFailures(ctx, t, fmt.Sprintf("through %d certificate rotations", rotations))
 				time.Sleep(reliabilityLoadMargin)
-				if sent, _ := load.counts(); sent == 0 {
+				if sent, _ := load.Counts(); sent == 0 {
 					expect.Fatalf(t, "admission load: expected answers within %s, saw none (%s)", reliabilityLoadMargin, load)
 				}
 				var seen []rotation

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,13 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/target"
 )
 
 // Features are the W checks, in catalog order.
 func Features() []e2etypes.Feature {
-	return []e2etypes.Feature{install(), servingCertificate(), probes()}
+	return []e2etypes.Feature{install(), servingCertificate(), probes(), firstAdmission(), restartKeepsCertificate(), secretDeleted(), caBundleEmptied(), rotationUnderLoad(), restartsUnderLoad(), tlsPolicy(), failurePolicyWhileDown(), gracefulStop(), everyReplicaServes()}
 }
 
 // answerTimeout bounds the wait for a webhook to judge its probes after the install: a policy
@@ -91,6 +94,88 @@ func judgePatch(p target.Probe, s sent) string {
 		return fmt.Sprintf("webhook %s's patch %s is not in the admitted %s: %v", p.Webhook, p.Patch, p.Admitted, err)
 	}
 	return ""
+}
+
+// probed is a webhook the chart registers and the description's probe of it.
+type probed struct {
+	target.Webhook
+	Probe target.Probe
+}
+
+// judging is the manifest that shows the webhook judges: a validating one's denied probe (its
+// denial shows), a mutating one's admitted probe (its patch shows).
+func (w probed) judging() string {
+	if w.Mutating {
+		return w.Probe.Admitted
+	}
+	return w.Probe.Denied.Object
+}
+
+// probedWebhooks pairs each webhook the chart registers with the description's probe that can
+// show it judges; problems says, for the others, why nothing can (W1 fails on them, the other
+// checks leave them out).
+func probedWebhooks(it *target.Installed) (judged []probed, problems []string) {
+	var unprobed []string
+	for _, w := range it.Served.Webhooks {
+		p := probeOf(it, w.Name)
+		switch {
+		case p == nil:
+			unprobed = append(unprobed, w.Name)
+		case !w.Mutating && p.Denied == nil:
+			problems = append(problems, fmt.Sprintf("the probe of validating webhook %s has no denied object: nothing proves it answers", w.Name))
+		case w.Mutating && p.Patch == "":
+			problems = append(problems, fmt.Sprintf("the probe of mutating webhook %s has no patch: nothing proves it answers", w.Name))
+		default:
+			judged = append(judged, probed{Webhook: w, Probe: *p})
+		}
+	}
+	if len(unprobed) > 0 {
+		problems = append(problems, fmt.Sprintf("the chart registers webhooks the description has no probe for: %s (add them under probes)", strings.Join(unprobed, ", ")))
+	}
+	return judged, problems
+}
+
+// answer sends webhook w its judging probe once, and says how the answer falls short of w's
+// judgement ("" when it shows it): a validating webhook's denial with the declared message, a
+// mutating one's declared patch.
+func answer(ctx context.Context, c *suite.Cluster, it *target.Installed, w probed, ns string) (string, error) {
+	obj, err := it.Target.Object(w.judging())
+	if err != nil {
+		return "", err
+	}
+	s := dryRun(ctx, c, obj, ns)
+	if w.Mutating {
+		return judgePatch(w.Probe, s), nil
+	}
+	return judgeDenial(w.Probe, s), nil
+}
+
+// expectAnswers waits until every webhook with a probe that can show it judges (probedWebhooks)
+// answers it through the API server, in namespace ns, all before deadline; or stops the test
+// quoting the last answer.
+func expectAnswers(ctx context.Context, t *testing.T, c *suite.Cluster, it *target.Installed, ns string, deadline time.Time) {
+	t.Helper()
+	judged, _ := probedWebhooks(it)
+	for _, w := range judged {
+		expect.Eventually(ctx, t, fmt.Sprintf("webhook %s (%s, failurePolicy %s) to answer its probe", w.Name, kindOf(w.Mutating), w.FailurePolicy), until(deadline),
+			func(ctx context.Context) (bool, string, error) {
+				seen, err := answer(ctx, c, it, w, ns)
+				return seen == "", seen, err
+			})
+	}
+}
+
+// until is the time left before deadline, and never less than one check: a wait whose
+// deadline an earlier wait used up still looks once.
+func until(deadline time.Time) time.Duration {
+	return max(time.Until(deadline), poll.Interval)
+}
+
+func kindOf(mutating bool) string {
+	if mutating {
+		return "mutating"
+	}
+	return "validating"
 }
 
 // probeOf is the description's probe of webhook, or nil.

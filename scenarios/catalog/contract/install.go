@@ -3,8 +3,8 @@ package contract
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -19,6 +19,9 @@ import (
 // the chart asks for, and every webhook the chart registers answers through the API server —
 // a validating one by denying its probe, a mutating one by patching its probe. An answer is
 // the only proof: under failurePolicy Ignore, a webhook that cannot be reached admits all.
+// Then every replica judges, each sent the probes directly: the Service picks any replica, and
+// one that has not yet taken in the setup objects (a policy each replica compiles on its own)
+// admits what the others deny, so the checks that follow would judge a target still starting.
 func install() e2etypes.Feature {
 	var ns string
 	return features.New("the target installs and every webhook it registers answers through the API server").
@@ -34,49 +37,30 @@ func install() e2etypes.Feature {
 		}).
 		Assess("every webhook judges its probe: validating ones deny, mutating ones patch", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, it := suite.ClusterFrom(ctx, t), suite.TargetFrom(ctx, t)
-			var unprobed []string
-			for _, w := range it.Served.Webhooks {
-				p := probeOf(it, w.Name)
-				switch {
-				case p == nil:
-					unprobed = append(unprobed, w.Name)
-					continue
-				case !w.Mutating && p.Denied == nil:
-					expect.Errorf(t, "the probe of validating webhook %s has no denied object: nothing proves it answers", w.Name)
-					continue
-				case w.Mutating && p.Patch == "":
-					expect.Errorf(t, "the probe of mutating webhook %s has no patch: nothing proves it answers", w.Name)
-					continue
+			_, problems := probedWebhooks(it)
+			for _, problem := range problems {
+				expect.Errorf(t, "%s", problem)
+			}
+			expectAnswers(ctx, t, c, it, ns, time.Now().Add(answerTimeout))
+			return ctx
+		}).
+		Assess("every Ready replica judges every webhook's probe sent to it directly", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			c, it := suite.ClusterFrom(ctx, t), suite.TargetFrom(ctx, t)
+			start := time.Now()
+			deadline := start.Add(answerTimeout)
+			pods := readyPods(ctx, t, c, it, int(it.Served.Replicas))
+			judged, _ := probedWebhooks(it)
+			for _, w := range judged {
+				roots := webhookRoots(ctx, t, c, w.Webhook)
+				for i := range pods {
+					expect.Eventually(ctx, t, fmt.Sprintf("pod %s to judge webhook %s's probe sent to it directly", pods[i].Name, w.Name), until(deadline),
+						func(ctx context.Context) (bool, string, error) {
+							seen := judgeDirect(ctx, c, it, &pods[i], w, ns, roots)
+							return seen == "", seen, nil
+						})
 				}
-				expect.Eventually(ctx, t, fmt.Sprintf("webhook %s (%s, failurePolicy %s) to answer its probe", w.Name, kindOf(w.Mutating), w.FailurePolicy), answerTimeout,
-					func(ctx context.Context) (bool, string, error) {
-						var seen string
-						if w.Mutating {
-							obj, err := it.Target.Object(p.Admitted)
-							if err != nil {
-								return false, "", err
-							}
-							seen = judgePatch(*p, dryRun(ctx, c, obj, ns))
-						} else {
-							obj, err := it.Target.Object(p.Denied.Object)
-							if err != nil {
-								return false, "", err
-							}
-							seen = judgeDenial(*p, dryRun(ctx, c, obj, ns))
-						}
-						return seen == "", seen, nil
-					})
 			}
-			if len(unprobed) > 0 {
-				expect.Errorf(t, "the chart registers webhooks the description has no probe for: %s (add them under probes)", strings.Join(unprobed, ", "))
-			}
+			suite.Note(ctx, t, "every replica judging", fmt.Sprintf("%d replicas, %s after every webhook answered through the API server", len(pods), time.Since(start).Round(time.Second)))
 			return ctx
 		}).Feature()
-}
-
-func kindOf(mutating bool) string {
-	if mutating {
-		return "mutating"
-	}
-	return "validating"
 }

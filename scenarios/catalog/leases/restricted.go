@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
@@ -41,10 +43,33 @@ func (s *scenarios) settled(ctx context.Context, t *testing.T, c *suite.Cluster)
 	if err := release.WaitDeploymentAvailable(ctx, c.Kube(), b.rel.Namespace, b.rel.DeploymentName(), recoverTimeout); err != nil {
 		expect.Fatalf(t, "%s is not running: %v", b, err)
 	}
-	holder, err := release.WaitLeaseHeld(ctx, c.Kube(), b.rel, recoverTimeout)
-	if err != nil {
+	if _, err := release.WaitLeaseHeld(ctx, c.Kube(), b.rel, recoverTimeout); err != nil {
 		expect.Fatalf(t, "%s does not hold its Lease: %v", b, err)
 	}
+	// A pod of B that an earlier scenario replaced may still be terminating, running and
+	// holding the Lease (replicas of B take it over from each other): a stop of the new pod
+	// would then stop the wrong one.
+	var holder string
+	expect.Eventually(ctx, t, fmt.Sprintf("%s to have one pod left, none terminating, and that pod to hold Lease %s/%s", b, ns, release.NamespaceLockLease), recoverTimeout,
+		func(ctx context.Context) (bool, string, error) {
+			pods, err := release.OperatorPods(ctx, c.Kube(), b.rel)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			var states []string
+			for i := range pods {
+				states = append(states, release.PodState(&pods[i]))
+			}
+			if len(pods) != 1 {
+				return false, fmt.Sprintf("pods: %s", strings.Join(states, "; ")), nil
+			}
+			l, err := c.Kube().CoordinationV1().Leases(ns).Get(ctx, release.NamespaceLockLease, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			holder = ptr.Deref(l.Spec.HolderIdentity, "")
+			return holder == pods[0].Name, fmt.Sprintf("Lease held by %q; pod %s", holder, states[0]), nil
+		})
 	expect.Eventually(ctx, t, fmt.Sprintf("every pod of %s to report namespace %s excluded (%s{namespace=%q} = 1)", a, ns, metricExcluded, ns), recoverTimeout,
 		func(ctx context.Context) (bool, string, error) {
 			pods, err := a.runningPods(ctx, c)

@@ -18,6 +18,7 @@ import (
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/doctor"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
@@ -140,7 +141,7 @@ func unmatchedNamespaceSelector() e2etypes.Feature {
 type caBundleObservation struct {
 	err      error // of a server-side dry run of a valid DynamoGraphDeployment
 	doing    string
-	report   doctorReport
+	report   doctor.Report
 	attempts int
 }
 
@@ -276,7 +277,7 @@ func foreignCABundle() e2etypes.Feature {
 			r := suite.ReleaseFrom(ctx, t)
 			t.Logf("doctor: %s", obs.report)
 			checkDoctorNames(t, obs.report, targetOf(r, ns), "T3", "ca-bundle")
-			suite.Note(ctx, t, "doctorRootCauses", obs.report.rootNames())
+			suite.Note(ctx, t, "doctorRootCauses", obs.report.RootNames())
 			return ctx
 		}).
 		Assess("fix (automatic): the operator re-injects the Secret's CA within its check interval", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {

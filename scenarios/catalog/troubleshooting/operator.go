@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -85,21 +84,7 @@ func replicas(ctx context.Context, c *suite.Cluster, r *chart.Release) (int32, e
 // scaleOperator does `kubectl scale --replicas=n` and waits for the result: no operator pod
 // left for 0, the Deployment Available otherwise.
 func scaleOperator(ctx context.Context, c *suite.Cluster, r *chart.Release, n int32) error {
-	scale := &autoscalingv1.Scale{
-		ObjectMeta: metav1.ObjectMeta{Name: r.DeploymentName(), Namespace: r.Namespace},
-		Spec:       autoscalingv1.ScaleSpec{Replicas: n},
-	}
-	if _, err := c.Kube().AppsV1().Deployments(r.Namespace).UpdateScale(ctx, r.DeploymentName(), scale, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("scaling Deployment %s/%s to %d replicas: %w", r.Namespace, r.DeploymentName(), n, err)
-	}
-	if n == 0 {
-		return release.WaitPodsGone(ctx, c.Kube(), r.Namespace, operatorSelector(r), rolloutTimeout)
-	}
-	return release.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout)
-}
-
-func operatorSelector(r *chart.Release) string {
-	return "app.kubernetes.io/name=" + chart.OperatorAppLabel + ",app.kubernetes.io/instance=" + r.Name
+	return release.ScaleDeployment(ctx, c.Kube(), r.Namespace, r.DeploymentName(), n, rolloutTimeout)
 }
 
 // rolloutRestart does `kubectl rollout restart` and `kubectl rollout status`: it waits until

@@ -135,3 +135,11 @@ func exitedSaying(ctx context.Context, c *suite.Cluster, r *chart.Release, befor
 	}
 	return false, strings.Join(seen, "; "), nil
 }
+
+// shorten cuts s to n bytes, marking the cut: a log quoted in a message.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -27,33 +27,6 @@ func TestContainsInOrder(t *testing.T) {
 	assert.False(t, containsInOrder(text, []*regexp.Regexp{connectionRefused, dialTCP}), "parts out of order must not match")
 }
 
-func TestDoctorReportNamesRootCauses(t *testing.T) {
-	out := `[
-  {"id": "api-server", "title": "reachable", "ok": true, "status": "pass"},
-  {"id": "service-endpoints", "title": "endpoints", "ok": false, "status": "fail", "scenario": "T6", "cause": "T6 operator scaled to 0"},
-  {"id": "operator-logs", "title": "logs", "ok": false, "status": "consequence", "dependsOn": ["service-endpoints"]}
-]`
-	rep, err := parseDoctorReport(1, []byte(out))
-	require.NoError(t, err)
-	got := rep.rootNames()
-	assert.Equal(t, []string{"service-endpoints (T6)"}, got, "root causes: expected [service-endpoints (T6)], saw %v", got)
-	assert.False(t, rep.healthy(), "a report with a failed check is not healthy")
-	s := rep.String()
-	assert.Contains(t, s, "✗ service-endpoints (T6): T6 operator scaled to 0", "summary: %s", s)
-	assert.Contains(t, s, "operator-logs (consequence of service-endpoints)", "summary: %s", s)
-}
-
-func TestDoctorReportHealthyNeedsExitZeroAndEveryCheck(t *testing.T) {
-	out := `[{"id": "api-server", "title": "reachable", "ok": true, "status": "pass"}]`
-	for code, want := range map[int]bool{0: true, 1: false} {
-		rep, err := parseDoctorReport(code, []byte(out))
-		require.NoError(t, err)
-		assert.Equal(t, want, rep.healthy(), "exit %d, every check passed: expected healthy=%t", code, want)
-	}
-	_, err := parseDoctorReport(0, []byte(`[]`))
-	require.Error(t, err, "an empty report must be an error")
-}
-
 func TestLogEntryHoldsWhatTheScenariosFind(t *testing.T) {
 	raw := strings.Join([]string{
 		`{"level":"info","logger":"webhook","msg":"validate create","kind":"DynamoGraphDeployment","name":"graph","namespace":"t1","result":"denied"}`,

@@ -154,6 +154,32 @@ func (i *Installer) InstallChart(ctx context.Context, ch *helmchart.Chart, name,
 	return nil
 }
 
+// UpgradeChart runs `helm upgrade` of release name in namespace to ch with exactly values (those
+// of the previous revision are reset, not reused), like `helm upgrade --reset-values`; it does
+// not wait. A target is upgraded so.
+func (i *Installer) UpgradeChart(ctx context.Context, ch *helmchart.Chart, name, namespace string, values map[string]any) error {
+	cfg, err := i.helm(namespace)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := upgrade(ctx, cfg, ch, name, namespace, values); err != nil {
+		return fmt.Errorf("helm upgrade of %s/%s to chart %s: %w (values: %v)", namespace, name, ch.Name(), err, values)
+	}
+	i.logf("helm upgrade %s (chart %s %s) in namespace %s (%.1fs)", name, ch.Name(), ch.Metadata.Version, namespace, time.Since(start).Seconds())
+	return nil
+}
+
+// upgrade runs `helm upgrade --reset-values` of release name in namespace to ch with values.
+func upgrade(ctx context.Context, cfg *action.Configuration, ch *helmchart.Chart, name, namespace string, values map[string]any) error {
+	client := action.NewUpgrade(cfg)
+	client.Namespace = namespace
+	client.ResetValues = true
+	client.Timeout = helmTimeout
+	_, err := client.RunWithContext(ctx, name, ch, values)
+	return err
+}
+
 // install runs `helm install` of ch as release name into namespace, creating it.
 func install(ctx context.Context, cfg *action.Configuration, ch *helmchart.Chart, name, namespace string, values map[string]any) error {
 	client := action.NewInstall(cfg)
@@ -171,12 +197,7 @@ func install(ctx context.Context, cfg *action.Configuration, ch *helmchart.Chart
 // it does not wait; see WaitReady.
 func (i *Installer) Upgrade(ctx context.Context, r *chart.Release) error {
 	took, err := i.runHelm(ctx, r, "upgrade", func(cfg *action.Configuration, vals map[string]any) error {
-		client := action.NewUpgrade(cfg)
-		client.Namespace = r.Namespace
-		client.ResetValues = true
-		client.Timeout = helmTimeout
-		_, err := client.RunWithContext(ctx, r.Name, i.chart, vals)
-		return err
+		return upgrade(ctx, cfg, i.chart, r.Name, r.Namespace, vals)
 	})
 	if err != nil {
 		return err

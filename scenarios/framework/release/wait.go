@@ -285,17 +285,21 @@ func (i *Installer) WaitReady(ctx context.Context, r *chart.Release, timeout tim
 // Available — serving webhooks over the connections the API server holds open, holding a Lease,
 // writing logs — so until it is gone a webhook call may still meet the old settings.
 func WaitOldPodsGone(ctx context.Context, kube kubernetes.Interface, r *chart.Release, timeout time.Duration) error {
-	what := fmt.Sprintf("the terminating pods of Deployment %s/%s to be gone", r.Namespace, r.DeploymentName())
-	return poll.Until(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
-		pods, err := OperatorPods(ctx, kube, r)
-		if errors.Is(err, ErrNoPods) {
-			return true, "", nil
-		}
+	d := r.WithDefaults()
+	return WaitTerminatingGone(ctx, kube, d.Namespace, operatorSelector(&d), "Deployment "+d.Namespace+"/"+d.DeploymentName(), timeout)
+}
+
+// WaitTerminatingGone waits until none of the pods in ns that selector matches is terminating;
+// of names their owner in messages ("Deployment ns/name"). After a rollout, until the pods of
+// the previous revision are gone, a webhook call or a Lease may still meet the old settings.
+func WaitTerminatingGone(ctx context.Context, kube kubernetes.Interface, ns, selector, of string, timeout time.Duration) error {
+	return poll.Until(ctx, "the terminating pods of "+of+" to be gone", timeout, func(ctx context.Context) (bool, string, error) {
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, fmt.Sprintf("listing pods %s in %s: %v", selector, ns, err), nil
 		}
 		var terminating, states []string
-		for _, p := range pods {
+		for _, p := range pods.Items {
 			states = append(states, PodState(&p))
 			if p.DeletionTimestamp != nil {
 				terminating = append(terminating, p.Name)
@@ -312,18 +316,19 @@ func OperatorPodUIDs(ctx context.Context, kube kubernetes.Interface, r *chart.Re
 	if err != nil {
 		return nil, err
 	}
-	out := map[types.UID]bool{}
-	for _, p := range pods {
-		out[p.UID] = true
-	}
-	return out, nil
+	return uidsOf(pods), nil
 }
 
 // PodsReplaced holds once a rollout replaced the operator pods whose UIDs are in before: none
 // of the release's pods is one of them. It reports the old pods left and every pod's state.
 func PodsReplaced(kube kubernetes.Interface, r *chart.Release, before map[types.UID]bool) poll.Condition {
+	return replaced(before, func(ctx context.Context) ([]corev1.Pod, error) { return OperatorPods(ctx, kube, r) })
+}
+
+// replaced holds once none of the pods list gives is one of before.
+func replaced(before map[types.UID]bool, list func(context.Context) ([]corev1.Pod, error)) poll.Condition {
 	return func(ctx context.Context) (bool, string, error) {
-		pods, err := OperatorPods(ctx, kube, r)
+		pods, err := list(ctx)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -355,7 +360,7 @@ var ErrNoPods = errors.New("no operator pod")
 // OperatorPods lists the release's operator pods.
 func OperatorPods(ctx context.Context, kube kubernetes.Interface, r *chart.Release) ([]corev1.Pod, error) {
 	d := r.WithDefaults()
-	sel := "app.kubernetes.io/name=" + chart.OperatorAppLabel + ",app.kubernetes.io/instance=" + d.Name
+	sel := operatorSelector(&d)
 	pods, err := kube.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("listing pods %s in %s: %w", sel, d.Namespace, err)
@@ -364,4 +369,9 @@ func OperatorPods(ctx context.Context, kube kubernetes.Interface, r *chart.Relea
 		return nil, fmt.Errorf("%w of %s (selector %s)", ErrNoPods, &d, sel)
 	}
 	return pods.Items, nil
+}
+
+// operatorSelector selects the operator pods of r (with its defaults filled in).
+func operatorSelector(r *chart.Release) string {
+	return "app.kubernetes.io/name=" + chart.OperatorAppLabel + ",app.kubernetes.io/instance=" + r.Name
 }

@@ -12,9 +12,24 @@ import (
 )
 
 // ResourceOf is the client for obj's kind: in namespace ns when the kind is namespaced (obj's
-// own namespace when ns is ""), cluster-wide otherwise. Kinds are found by discovery, asked
-// again when one is not known yet (a CRD created a moment ago).
+// own namespace when ns is ""), cluster-wide otherwise.
 func (c *Cluster) ResourceOf(obj *unstructured.Unstructured, ns string) (dynamic.ResourceInterface, error) {
+	m, err := c.RESTMappingOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return c.dynamic.Resource(m.Resource), nil
+	}
+	if ns == "" {
+		ns = obj.GetNamespace()
+	}
+	return c.dynamic.Resource(m.Resource).Namespace(ns), nil
+}
+
+// RESTMappingOf is obj's kind as the cluster serves it: its resource and scope. Kinds are found
+// by discovery, asked again when one is not known yet (a CRD created a moment ago).
+func (c *Cluster) RESTMappingOf(obj *unstructured.Unstructured) (*meta.RESTMapping, error) {
 	c.mapperOnce.Do(func() {
 		c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.kube.Discovery()))
 	})
@@ -27,13 +42,7 @@ func (c *Cluster) ResourceOf(obj *unstructured.Unstructured, ns string) (dynamic
 	if err != nil {
 		return nil, fmt.Errorf("the cluster serves no %s: %w", gvk, err)
 	}
-	if m.Scope.Name() != meta.RESTScopeNameNamespace {
-		return c.dynamic.Resource(m.Resource), nil
-	}
-	if ns == "" {
-		ns = obj.GetNamespace()
-	}
-	return c.dynamic.Resource(m.Resource).Namespace(ns), nil
+	return m, nil
 }
 
 // mapping holds the Cluster's REST mapper, made on first use.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	helmchart "helm.sh/helm/v3/pkg/chart"
@@ -207,6 +208,33 @@ func installTarget(ctx context.Context, c *Cluster, t *target.Target, mode strin
 		return nil, err
 	}
 	return &target.Installed{Target: t, Mode: mode, Namespace: ns, Served: r.served}, nil
+}
+
+// UpgradeTarget runs `helm upgrade` of the suite's target with extra merged over the values of
+// its mode (nil: the mode's own values, which restores it after an upgrade with extra), as a
+// user changing a setting would, and waits until the Deployment behind the webhook Service has
+// rolled out, is Available, and the pods of its previous revision are gone (they would still
+// serve, and hold Leases, with the old values).
+func UpgradeTarget(ctx context.Context, t testing.TB, extra map[string]any) error {
+	t.Helper()
+	s, ok := ctx.Value(suiteKey{}).(*Suite)
+	if !ok || s.target == nil || s.rendered == nil {
+		t.Fatal("no target in the context: this scenario needs a suite that installs a target (Spec.Target)")
+	}
+	ns := s.target.Chart.Namespace
+	values := chart.MergeValues(s.rendered.values, extra)
+	if err := s.cluster.Installer().UpgradeChart(ctx, s.rendered.chart, s.target.Chart.Release, ns, values); err != nil {
+		return fmt.Errorf("upgrading target %s: %w", s.target.Name, err)
+	}
+	name := s.rendered.served.Deployment
+	if err := release.WaitDeploymentAvailable(ctx, s.cluster.Kube(), ns, name, targetReadyTimeout); err != nil {
+		return err
+	}
+	d, err := s.cluster.Kube().AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("getting Deployment %s/%s: %w", ns, name, err)
+	}
+	return release.WaitTerminatingGone(ctx, s.cluster.Kube(), ns, metav1.FormatLabelSelector(d.Spec.Selector), "Deployment "+ns+"/"+name, targetReadyTimeout)
 }
 
 // applyManifests applies the objects of each manifest (server-side apply, in ns when their kind

@@ -235,6 +235,12 @@ func (v *validator) rules(t *Target, dir string) {
 		if r := mode.Rotation; r != nil && (r.Values == nil) == (r.Procedure == "") {
 			v.at("certModes."+m+".rotation", "give exactly one of values and procedure")
 		}
+		if r := mode.Repair; r != nil {
+			v.repairRules("certModes."+m+".repair", r)
+		}
+		if r := mode.Rotation; r != nil && r.WithinDuration() <= 0 {
+			v.at("certModes."+m+".rotation.within", "%q: a rotation takes some time; give how long the target documents", r.Within)
+		}
 		for i, f := range mode.Setup {
 			v.fileExists(fmt.Sprintf("certModes.%s.setup[%d]", m, i), dir, f)
 		}
@@ -267,6 +273,18 @@ func (v *validator) rules(t *Target, dir string) {
 			if !slices.Contains(modes, m) {
 				v.at(fmt.Sprintf("divergences[%d].modes[%d]", i, j), "%s is not a mode the target declares (%s)", m, strings.Join(modes, ", "))
 			}
+		}
+	}
+}
+
+// repairRules checks a mode's repair: it names a fault, and each time is longer than nothing.
+func (v *validator) repairRules(field string, r *Repair) {
+	if r.Secret == "" && r.CABundle == "" {
+		v.at(field, "names no fault: give secret, caBundle or both, or leave repair out when the target repairs neither in this mode")
+	}
+	for _, f := range []struct{ name, d string }{{"secret", r.Secret}, {"caBundle", r.CABundle}} {
+		if _, ok := within(f.d); f.d != "" && !ok {
+			v.at(field+"."+f.name, "%q is no time to repair in: give a Go duration longer than 0 (e.g. 30s)", f.d)
 		}
 	}
 }

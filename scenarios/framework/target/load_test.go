@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -61,6 +62,7 @@ chart:
 certModes:
   selfManaged:
     rotation: {procedure: deleteSecret, within: 2m}
+    repair: {caBundle: 30s}
   notApplicable:
     certManager: no chart values for it
     external: no chart values for it
@@ -77,6 +79,19 @@ func TestAValidDescriptionLoads(t *testing.T) {
 	assert.Equal(t, "demo", tg.Name)
 	assert.Equal(t, []string{SelfManaged}, tg.CertModes.Declared())
 	assert.Equal(t, "2m", tg.CertModes.Mode(SelfManaged).Rotation.Within)
+}
+
+func TestARepairLeftOutIsOneTheTargetDoesNotMake(t *testing.T) {
+	tg, err := Parse(filepath.Join(probeDir(t), FileName), []byte(valid))
+	require.NoError(t, err)
+	repair := tg.CertModes.Mode(SelfManaged).Repair
+	d, ok := repair.CABundleEmptied()
+	assert.True(t, ok && d == 30*time.Second, "caBundle: 30s: expected a repair within 30s, saw %s, %t", d, ok)
+	d, ok = repair.SecretDeleted()
+	assert.False(t, ok, "secret left out: expected no repair, saw one within %s", d)
+	var none *Repair
+	_, ok = none.SecretDeleted()
+	assert.False(t, ok, "repair left out: expected no repair of the Secret")
 }
 
 func probeDir(t *testing.T) string {
@@ -98,10 +113,16 @@ func TestEveryProblemIsReportedByFileAndLine(t *testing.T) {
 			[]string{"6: field chart.namespace: required: The release namespace the target's documentation installs into."}},
 		{"a number where a string goes", "version: v1.2.3", "version: 3",
 			[]string{`3: field source.module.version: want a string, got int "3"`}},
-		{"a string where a mapping goes", "  selfManaged:\n    rotation: {procedure: deleteSecret, within: 2m}\n", "  selfManaged: yes\n",
-			[]string{`11: field certModes.selfManaged: want a mapping of values, setup, overrides, rotation, got str "yes"`}},
+		{"a string where a mapping goes", "  selfManaged:\n    rotation: {procedure: deleteSecret, within: 2m}\n    repair: {caBundle: 30s}\n", "  selfManaged: yes\n",
+			[]string{`11: field certModes.selfManaged: want a mapping of values, setup, overrides, rotation, repair, got str "yes"`}},
 		{"a value outside the enum", "procedure: deleteSecret", "procedure: restart",
 			[]string{`12: field certModes.selfManaged.rotation.procedure: "restart" is not one of deleteSecret, renewCertificate`}},
+		{"a repair time off the pattern", "caBundle: 30s", "caBundle: soon",
+			[]string{`13: field certModes.selfManaged.repair.caBundle: "soon" does not match ^[0-9]+(ms|s|m|h)([0-9]+(ms|s|m))*$`}},
+		{"a repair in no time", "caBundle: 30s", "caBundle: 0s",
+			[]string{`13: field certModes.selfManaged.repair.caBundle: "0s" is no time to repair in: give a Go duration longer than 0 (e.g. 30s)`}},
+		{"a repair of nothing", "repair: {caBundle: 30s}", "repair: {}",
+			[]string{"13: field certModes.selfManaged.repair: names no fault: give secret, caBundle or both, or leave repair out when the target repairs neither in this mode"}},
 		{"a value off the pattern", "name: demo", "name: Demo_Operator",
 			[]string{`1: field name: "Demo_Operator" does not match ^[a-z][a-z0-9-]*$`}},
 		{"two sources", "  binaries:\n", "  dir: .\n  binaries:\n",
@@ -110,13 +131,13 @@ func TestEveryProblemIsReportedByFileAndLine(t *testing.T) {
 		{"a mode neither supported nor excused", "    external: no chart values for it\n", "",
 			[]string{"10: field certModes: external is neither declared nor in notApplicable: say why the target does not support it, the report shows the reason"}},
 		{"a missing probe file", "admitted: ok.yaml", "admitted: okay.yaml",
-			[]string{"18: field probes[0].admitted: okay.yaml is not a file (paths are relative to the description's directory <dir>)"}},
+			[]string{"19: field probes[0].admitted: okay.yaml is not a file (paths are relative to the description's directory <dir>)"}},
 		{"a probe that checks nothing", "    denied: {object: bad.yaml, message: denied}\n", "",
-			[]string{"17: field probes[0]: a probe checks a denial (denied) or a patch (patch); it has neither"}},
+			[]string{"18: field probes[0]: a probe checks a denial (denied) or a patch (patch); it has neither"}},
 		{"a patch that is not JSON", "    denied: {object: bad.yaml, message: denied}\n", "    patch: '[{op: add}]'\n",
-			[]string{"19: field probes[0].patch: not a JSON patch (a list of operations): invalid character 'o' looking for beginning of object key string"}},
+			[]string{"20: field probes[0].patch: not a JSON patch (a list of operations): invalid character 'o' looking for beginning of object key string"}},
 		{"a divergence in an undeclared mode", "probes:", "divergences:\n  - {check: W3, modes: [external], why: x, link: https://example.com}\nprobes:",
-			[]string{"17: field divergences[0].modes[0]: external is not a mode the target declares (selfManaged)"}},
+			[]string{"18: field divergences[0].modes[0]: external is not a mode the target declares (selfManaged)"}},
 		{"problems on several lines, in line order", "name: demo", "name: demo\nlabels: {}\nsource2: {}",
 			[]string{"2: field labels: unknown field; a target has name, description, source, chart, certModes, setup, probes, names, divergences",
 				"3: field source2: unknown field; a target has name, description, source, chart, certModes, setup, probes, names, divergences"}},

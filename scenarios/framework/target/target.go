@@ -11,6 +11,8 @@
 // is its description, `enum` lists the values it may take.
 package target
 
+import "time"
+
 // Target describes one operator under test.
 type Target struct {
 	Name        string       `yaml:"name" doc:"The target's name, as TARGET=<name> and the report call it: lower case letters, digits and dashes." pattern:"^[a-z][a-z0-9-]*$"`
@@ -88,6 +90,42 @@ type CertMode struct {
 	Setup     []string       `yaml:"setup,omitempty" doc:"Manifests (paths relative to this file) applied in the release namespace before the install in this mode, e.g. the Issuer and Certificate a chart expects to find."`
 	Overrides []Override     `yaml:"overrides,omitempty" doc:"Why each value of this mode goes beyond what the target documents for the mode. The report lists them."`
 	Rotation  *Rotation      `yaml:"rotation,omitempty" doc:"How to make the serving certificate rotate during a check; without it, rotation checks are not applicable in this mode."`
+	Repair    *Repair        `yaml:"repair,omitempty" doc:"What the target repairs on its own in this mode, and how fast it documents doing it. A fault left out (or repair left out) is one it does not repair here: the doctor must name it instead."`
+}
+
+// Repair is how long the target documents taking to repair each fault of its serving
+// certificate on its own (W6, W7), as Go durations. Each is counted from the fault until the
+// webhooks answer again, trusted by every caBundle; "" is a fault the target does not repair.
+type Repair struct {
+	Secret   string `yaml:"secret,omitempty" doc:"The serving Secret deleted: how long until it is back and every webhook answers again, its certificate verified by every caBundle, as a Go duration (e.g. 30s). Left out: the target does not recreate it in this mode." pattern:"^[0-9]+(ms|s|m|h)([0-9]+(ms|s|m))*$"`
+	CABundle string `yaml:"caBundle,omitempty" doc:"Every caBundle of the target's webhook configurations emptied: how long until they verify the served certificate again and every webhook answers, as a Go duration (e.g. 30s). Left out: the target does not refill them in this mode." pattern:"^[0-9]+(ms|s|m|h)([0-9]+(ms|s|m))*$"`
+}
+
+// SecretDeleted is how long the target takes to repair a deleted serving Secret, and whether it
+// repairs it at all (r may be nil: it repairs nothing).
+func (r *Repair) SecretDeleted() (time.Duration, bool) {
+	if r == nil {
+		return 0, false
+	}
+	return within(r.Secret)
+}
+
+// CABundleEmptied is how long the target takes to refill emptied caBundles, and whether it
+// refills them at all (r may be nil: it repairs nothing).
+func (r *Repair) CABundleEmptied() (time.Duration, bool) {
+	if r == nil {
+		return 0, false
+	}
+	return within(r.CABundle)
+}
+
+// within is a declared duration; "" (or one Load would have refused) is none.
+func within(d string) (time.Duration, bool) {
+	if d == "" {
+		return 0, false
+	}
+	v, err := time.ParseDuration(d)
+	return v, err == nil && v > 0
 }
 
 // Rotation is how a check makes the serving certificate rotate.
@@ -95,6 +133,20 @@ type Rotation struct {
 	Values    map[string]any `yaml:"values,omitempty" doc:"Chart values (merged over the mode's) that make the certificate rotate on its own within the check, e.g. short validities."`
 	Procedure string         `yaml:"procedure,omitempty" doc:"The target's documented manual procedure instead: deleteSecret (delete the serving Secret) or renewCertificate (a cert-manager renewal)." enum:"deleteSecret,renewCertificate"`
 	Within    string         `yaml:"within" doc:"How long the target documents a rotation to take, as a Go duration (e.g. 2m)." pattern:"^[0-9]+(ms|s|m|h)([0-9]+(ms|s|m))*$"`
+}
+
+// The rotation procedures a description may name.
+const (
+	// DeleteSecret: delete the serving Secret; the operator makes a new certificate.
+	DeleteSecret = "deleteSecret"
+	// RenewCertificate: a cert-manager renewal of the Certificate that issues the serving Secret.
+	RenewCertificate = "renewCertificate"
+)
+
+// WithinDuration is Within as a duration (Load has checked that it parses).
+func (r Rotation) WithinDuration() time.Duration {
+	d, _ := time.ParseDuration(r.Within)
+	return d
 }
 
 // Probe is what one webhook must admit and deny.
@@ -123,4 +175,7 @@ type Divergence struct {
 	Modes []string `yaml:"modes,omitempty" doc:"The certificate modes it applies to; all when left out." enum:"selfManaged,certManager,external"`
 	Why   string   `yaml:"why" doc:"One line on why the target behaves so."`
 	Link  string   `yaml:"link" doc:"Evidence: the target's documentation, code or issue." pattern:"^https://"`
+	// Intermittent divergences need a rare instant (a request at the moment a pod stops): a run
+	// that misses it passes the check without making the description stale.
+	Intermittent bool `yaml:"intermittent,omitempty" doc:"The failure needs a rare instant to show, so a run may miss it: a pass is then reported as not seen this run, not as a divergence that no longer reproduces."`
 }

@@ -28,12 +28,13 @@ func TestGridJudgesEveryCheckInEveryMode(t *testing.T) {
 		Divergences: []target.Divergence{
 			{Check: "W2", Modes: []string{target.SelfManaged}, Why: "serves a self-signed leaf", Link: "https://example.com/1"},
 			{Check: "W3", Why: "patches twice", Link: "https://example.com/2"},
+			{Check: "W4", Why: "drops a request as a pod stops", Link: "https://example.com/3", Intermittent: true},
 		}}
 	g := NewGrid(tg, map[string]*report.Summary{
-		target.SelfManaged: summary(map[string]report.Outcome{"W1": report.Passed, "W2": report.Failed, "W3": report.Failed, "W10": report.Failed}),
-		target.CertManager: summary(map[string]report.Outcome{"W1": report.Passed, "W2": report.Failed, "W3": report.Passed}),
+		target.SelfManaged: summary(map[string]report.Outcome{"W1": report.Passed, "W2": report.Failed, "W3": report.Failed, "W4": report.Failed, "W10": report.Failed}),
+		target.CertManager: summary(map[string]report.Outcome{"W1": report.Passed, "W2": report.Failed, "W3": report.Passed, "W4": report.Passed}),
 	}, nil)
-	assert.Equal(t, []string{"W1", "W2", "W3", "W10"}, g.Checks, "catalog order")
+	assert.Equal(t, []string{"W1", "W2", "W3", "W4", "W10"}, g.Checks, "catalog order")
 	verdicts := map[string][]Verdict{}
 	for _, id := range g.Checks {
 		for _, m := range Modes {
@@ -44,6 +45,7 @@ func TestGridJudgesEveryCheckInEveryMode(t *testing.T) {
 		"W1":  {Pass, Pass, NotApplicable},
 		"W2":  {Reproduced, Unexpected, NotApplicable}, // declared for selfManaged only
 		"W3":  {Reproduced, NoLonger, NotApplicable},
+		"W4":  {Reproduced, Pass, NotApplicable}, // intermittent: a run may miss it
 		"W10": {Unexpected, NotRun, NotApplicable},
 	}, verdicts)
 	assert.True(t, g.Failed())
@@ -52,6 +54,7 @@ func TestGridJudgesEveryCheckInEveryMode(t *testing.T) {
 	assert.Contains(t, md, "- **W2, certManager** ❌ W2 failed: expected a, saw b")
 	assert.Contains(t, md, "- **W3, certManager** ❗ declared divergence no longer reproduces (patches twice): remove it from the description")
 	assert.Contains(t, md, "- **external** ➖ no caBundle value")
+	assert.Contains(t, md, "- **W4, certManager** ✅ declared intermittent divergence not seen this run (drops a request as a pod stops)")
 }
 
 func TestAGridOfPassesAndReproducedDivergencesSucceeds(t *testing.T) {
