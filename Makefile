@@ -100,8 +100,8 @@ test: lint control-plane kind-host-check kind-node-image ## Lint, every module's
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 .PHONY: fuzz
-fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; make test uses 5s).
-	@hack/fuzz.sh $(FUZZTIME)
+fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; make test uses 5s); logs and inputs: _output/fuzz/.
+	@go run ./scenarios/tools/cmd/gauntlet-fuzz -fuzztime $(FUZZTIME) -out $(OUTPUT)/fuzz
 
 # End-to-end suites: one directory per suite under e2e/ (a TestMain built on scenarios/framework/suite).
 # PROVIDER (local|kind|existing), K8S_VERSION, LABELS (e2e-framework --labels, e.g. scenario=C1),
