@@ -147,8 +147,8 @@ TARGET           ?= gauntlet
 CONFORMANCE_JOBS ?= 1
 
 .PHONY: e2e-conformance
-e2e-conformance: control-plane ## The W checks against TARGET (a name under scenarios/targets or a path; default gauntlet) in every certificate mode it declares: _output/conformance/<target>/report.md.
-	@go run ./scenarios/tools/cmd/gauntlet-conformance -target $(TARGET) -jobs $(CONFORMANCE_JOBS) -timeout $(E2E_TIMEOUT) \
+e2e-conformance: control-plane ## The W checks against TARGET (a name under scenarios/targets or a path; several separated by spaces; default gauntlet) in every certificate mode it declares: _output/conformance/<target>/report.md.
+	@go run ./scenarios/tools/cmd/gauntlet-conformance -target "$(TARGET)" -jobs $(CONFORMANCE_JOBS) -timeout $(E2E_TIMEOUT) \
 	  -out $(OUTPUT)/conformance -- $(filter-out --e2e-output=%,$(E2E_ARGS))
 
 # The e2e matrix: every suite × provider × Kubernetes version, one cell after another, one grid.

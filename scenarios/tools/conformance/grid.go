@@ -140,8 +140,8 @@ func (g Grid) Markdown() string {
 	}
 	b.WriteString("\n✅ pass · ⚠️ known divergence reproduced · ❌ unexpected · ❗ known divergence no longer reproduces · ➖ not applicable · `·` not run\n")
 	for _, m := range g.Modes {
-		if len(g.Checks) > 0 && g.Cells[g.Checks[0]][m].Verdict == NotApplicable {
-			notes = append(notes, fmt.Sprintf("- **%s** ➖ %s", m, g.Cells[g.Checks[0]][m].Why))
+		if why, ok := g.modeNotApplicable(m); ok {
+			notes = append(notes, fmt.Sprintf("- **%s** ➖ %s", m, why))
 		}
 	}
 	if len(notes) > 0 {

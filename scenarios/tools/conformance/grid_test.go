@@ -71,3 +71,33 @@ func TestAModeWithoutSummaryIsUnexpected(t *testing.T) {
 	assert.Equal(t, Cell{Unexpected, "the suite wrote no summary: see out/certManager/go-test.log"}, g.Cells["W1"][target.CertManager])
 	assert.True(t, g.Failed())
 }
+
+func TestAcrossPutsTargetsSideBySideAndNamesModesThatDoNotApply(t *testing.T) {
+	one := &target.Target{Name: "one", CertModes: target.CertModes{SelfManaged: &target.CertMode{},
+		NotApplicable: map[string]string{target.CertManager: "no cert-manager values", target.External: "no caBundle value"}}}
+	two := &target.Target{Name: "two", CertModes: target.CertModes{SelfManaged: &target.CertMode{}, External: &target.CertMode{},
+		NotApplicable: map[string]string{target.CertManager: "needs cert-manager v2"}},
+		Divergences: []target.Divergence{{Check: "W2", Modes: []string{target.External}, Why: "leaf only", Link: "https://example.com"}}}
+	grids := []Grid{
+		NewGrid(one, map[string]*report.Summary{target.SelfManaged: summary(map[string]report.Outcome{"W1": report.Passed, "W10": report.Failed})}, nil),
+		NewGrid(two, map[string]*report.Summary{
+			target.SelfManaged: summary(map[string]report.Outcome{"W1": report.Passed, "W2": report.Passed}),
+			target.External:    summary(map[string]report.Outcome{"W1": report.Passed, "W2": report.Failed}),
+		}, nil),
+	}
+	md := Across(grids, func(name string) string { return name + "/report.md" })
+	assert.Equal(t, `| check | one selfManaged | two selfManaged | two external |
+|---|---|---|---|
+| W1 check W1 | ✅ | ✅ | ✅ |
+| W2 check W2 | · | ✅ | ⚠️ |
+| W10 check W10 | ❌ | · | · |
+
+✅ pass · ⚠️ known divergence reproduced · ❌ unexpected · ❗ known divergence no longer reproduces · ➖ not applicable · `+"`·`"+` not run
+
+- **one, certManager** ➖ no cert-manager values
+- **one, external** ➖ no caBundle value
+- **two, certManager** ➖ needs cert-manager v2
+- one: [report](one/report.md) (why each cell is what it is)
+- two: [report](two/report.md) (why each cell is what it is)
+`, md)
+}

@@ -1,14 +1,16 @@
-// Command gauntlet-conformance runs the webhook contract's suite (e2e/conformance) against one
-// target, once per certificate mode it declares, each in its own cluster, and writes the grid
-// of W checks × modes (`make e2e-conformance TARGET=<name|path>`):
+// Command gauntlet-conformance runs the webhook contract's suite (e2e/conformance) against each
+// target it is given, once per certificate mode the target declares, each in its own cluster,
+// and writes the grid of W checks × modes (`make e2e-conformance TARGET=<name|path> …`):
 //
 //	go run ./scenarios/tools/cmd/gauntlet-conformance -target gatekeeper -out _output/conformance -- --provider=local
+//	go run ./scenarios/tools/cmd/gauntlet-conformance -target "gauntlet gatekeeper" -- --provider=local
 //
-// The arguments after -- go to every run of the suite (go test … -args). It builds the
-// target's binaries first, so the runs find them cached. Results: <out>/<target>/report.md,
+// The arguments after -- go to every run of the suite (go test … -args). It builds a target's
+// binaries first, so the runs find them cached. Results: <out>/<target>/report.md,
 // summary.json (the grid), and each mode's own report, log and artifacts under
-// <out>/<target>/<mode>/. It exits 1 when a cell is unexpected: a failure the description
-// does not declare, or a declared divergence that no longer reproduces.
+// <out>/<target>/<mode>/; with several targets (one after another), also <out>/report.md, the
+// grids side by side, and <out>/summary.json. It exits 1 when a cell is unexpected: a failure
+// the description does not declare, or a declared divergence that no longer reproduces.
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,47 +35,108 @@ import (
 )
 
 func main() {
-	name := flag.String("target", suite.DefaultTarget, "the target: a name under scenarios/targets, or a path to its description")
-	jobs := flag.Int("jobs", 1, "how many modes run at once, each its own cluster")
+	names := flag.String("target", suite.DefaultTarget, "the targets, separated by spaces or commas: each a name under scenarios/targets, or a path to its description")
+	jobs := flag.Int("jobs", 1, "how many modes of a target run at once, each its own cluster")
 	timeout := flag.String("timeout", "30m", "go test -timeout of each mode's run")
-	out := flag.String("out", "_output/conformance", "where the grid and each mode's report go: <out>/<target>/")
+	out := flag.String("out", "_output/conformance", "where the grids and each mode's report go: <out>/<target>/")
 	flag.Parse()
-	os.Exit(run(*name, *jobs, *timeout, *out, flag.Args()))
+	os.Exit(run(*names, *jobs, *timeout, *out, flag.Args()))
 }
 
-func run(name string, jobs int, timeout, out string, suiteArgs []string) int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "conformance: "+format+"\n", args...)
-		return 2
-	}
+func fail(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, "conformance: "+format+"\n", args...)
+	return 2
+}
+
+// run loads every target first, so a misspelt one is reported before any cluster starts, then
+// runs them one after another.
+func run(names string, jobs int, timeout, out string, suiteArgs []string) int {
 	root, err := workspace.Root()
 	if err != nil {
 		return fail("%v", err)
 	}
-	path, err := suite.TargetPath(name)
-	if err != nil {
+	if out, err = filepath.Abs(out); err != nil {
 		return fail("%v", err)
 	}
-	t, err := target.Load(path)
-	if err != nil {
-		return fail("%v", err)
+	fields := strings.FieldsFunc(names, func(r rune) bool { return r == ',' || r == ' ' })
+	if len(fields) == 0 {
+		return fail("-target is empty: name a target under scenarios/targets or a path to a description")
 	}
-	if out, err = filepath.Abs(filepath.Join(out, t.Name)); err != nil {
-		return fail("%v", err)
-	}
-	if err := os.RemoveAll(out); err != nil {
-		return fail("%v", err)
-	}
-	if err := os.MkdirAll(out, 0o750); err != nil {
-		return fail("%v", err)
+	paths, targets := map[*target.Target]string{}, []*target.Target(nil)
+	for _, name := range fields {
+		path, err := suite.TargetPath(name)
+		if err != nil {
+			return fail("%v", err)
+		}
+		t, err := target.Load(path)
+		if err != nil {
+			return fail("%v", err)
+		}
+		if i := slices.IndexFunc(targets, func(o *target.Target) bool { return o.Name == t.Name }); i >= 0 {
+			return fail("target %s is named twice (%s and %s): its reports would overwrite each other", t.Name, paths[targets[i]], path)
+		}
+		paths[t], targets = path, append(targets, t)
 	}
 	ctx, stop := suiterun.CancelOnSignal(context.Background(), func(os.Signal, bool) {})
 	defer stop()
 
+	status := 0
+	var grids []conformance.Grid
+	for _, t := range targets {
+		g, code := runTarget(ctx, root, paths[t], t, jobs, timeout, filepath.Join(out, t.Name), suiteArgs)
+		if code == 2 {
+			return code
+		}
+		status = max(status, code)
+		grids = append(grids, g)
+		if ctx.Err() != nil {
+			return 1
+		}
+	}
+	if len(grids) == 1 {
+		// A single target's grid is its own report; one side by side from an earlier run would be stale.
+		_ = os.Remove(filepath.Join(out, "report.md"))
+		_ = os.Remove(filepath.Join(out, report.SummaryFile))
+		return status
+	}
+	if err := writeAcross(out, grids); err != nil {
+		return fail("%v", err)
+	}
+	return status
+}
+
+// writeAcross writes <out>/report.md, the targets' grids side by side, and <out>/summary.json,
+// every grid.
+func writeAcross(out string, grids []conformance.Grid) error {
+	across := conformance.Across(grids, func(name string) string { return name + "/report.md" })
+	md := "# Conformance of " + strconv.Itoa(len(grids)) + " targets\n\n" + across
+	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte(md), 0o644); err != nil { //nolint:gosec // G306: a report for people to read
+		return err
+	}
+	data, err := json.MarshalIndent(grids, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, report.SummaryFile), append(data, '\n'), 0o644); err != nil { //nolint:gosec // G306: a report for people to read
+		return err
+	}
+	fmt.Printf("\n%s\nconformance: %d targets; report: %s\n", across, len(grids), filepath.Join(suiterun.DisplayPath(out), "report.md"))
+	return nil
+}
+
+// runTarget runs the suite once per mode t declares and writes its grid under out; status 1 when
+// a cell is unexpected, 2 when the target could not be run.
+func runTarget(ctx context.Context, root, path string, t *target.Target, jobs int, timeout, out string, suiteArgs []string) (conformance.Grid, int) {
+	if err := os.RemoveAll(out); err != nil {
+		return conformance.Grid{}, fail("%v", err)
+	}
+	if err := os.MkdirAll(out, 0o750); err != nil {
+		return conformance.Grid{}, fail("%v", err)
+	}
 	start := time.Now()
 	fmt.Printf("conformance: target %s (%s), modes %s; building its binaries …\n", t.Name, describeSource(t), strings.Join(t.CertModes.Declared(), ", "))
 	if _, err := t.Binaries(ctx, os.Stdout); err != nil {
-		return fail("%v", err)
+		return conformance.Grid{}, fail("%v", err)
 	}
 	modes := t.CertModes.Declared()
 	pid := strconv.Itoa(os.Getpid() % 100000)
@@ -98,14 +162,14 @@ func run(name string, jobs int, timeout, out string, suiteArgs []string) int {
 	}
 	g := conformance.NewGrid(t, summaries, logs)
 	if err := writeReport(out, t, g, summaries); err != nil {
-		return fail("%v", err)
+		return g, fail("%v", err)
 	}
 	fmt.Printf("\n%s\nconformance: target %s in %s; report: %s\n", g.Markdown(), t.Name, time.Since(start).Round(time.Second),
 		filepath.Join(suiterun.DisplayPath(out), "report.md"))
 	if g.Failed() {
-		return 1
+		return g, 1
 	}
-	return 0
+	return g, 0
 }
 
 func describeSource(t *target.Target) string {
