@@ -205,7 +205,7 @@ func expectDoctorNames(ctx context.Context, t *testing.T, c *suite.Cluster, it *
 	rep, err := doctor.Webhook.Run(ctx, t.Logf, doctorArgs(c.KubeconfigPath(), it, ns)...)
 	expect.NoError(t, err, "running the doctor against target %s", it.Target.Name)
 	t.Logf("doctor: %s", rep)
-	suite.Note(ctx, t, "doctorRootCauses", rep.RootNames())
+	suite.Note(ctx, t, doctor.DiagnosisNote, []doctor.Diagnosis{doctor.Webhook.Diagnose(rep, check)})
 	if rep.ExitCode != doctor.ExitUnhealthy || !rep.NamesRoot(check) {
 		expect.Errorf(t, "%s: target %s declares no repair.%s in %s mode, so the doctor must name it: expected exit %d with root cause %s (%s), saw %s (if the target repairs it, declare certModes.%s.repair.%s)",
 			fault, it.Target.Name, field, it.Mode, doctor.ExitUnhealthy, check, scenario, rep, it.Mode, field)

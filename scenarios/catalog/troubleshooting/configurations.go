@@ -277,7 +277,7 @@ func foreignCABundle() e2etypes.Feature {
 			r := suite.ReleaseFrom(ctx, t)
 			t.Logf("doctor: %s", obs.report)
 			checkDoctorNames(t, obs.report, targetOf(r, ns), "T3", "ca-bundle")
-			suite.Note(ctx, t, "doctorRootCauses", obs.report.RootNames())
+			suite.Note(ctx, t, doctor.DiagnosisNote, []doctor.Diagnosis{doctor.Dynamo.Diagnose(obs.report, "ca-bundle")})
 			return ctx
 		}).
 		Assess("fix (automatic): the operator re-injects the Secret's CA within its check interval", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -304,6 +304,7 @@ func foreignCABundle() e2etypes.Feature {
 			expectFailsWith(t, empty.doing, empty.err, failedCallPrefix, unknownAuthority)
 			t.Logf("doctor: %s", empty.report)
 			checkDoctorNames(t, empty.report, targetOf(r, ns), "T3", "ca-bundle")
+			suite.Note(ctx, t, doctor.DiagnosisNote, []doctor.Diagnosis{doctor.Dynamo.Diagnose(obs.report, "ca-bundle"), doctor.Dynamo.Diagnose(empty.report, "ca-bundle")})
 			return ctx
 		}).
 		Assess("fix (restart): kubectl rollout restart re-injects the CA at startup", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {

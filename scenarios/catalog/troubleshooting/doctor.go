@@ -67,7 +67,7 @@ func expectDoctorNames(ctx context.Context, t *testing.T, c *suite.Cluster, targ
 	expect.NoError(t, err, "running the doctor for release %s/%s", target.namespace, target.release)
 	t.Logf("doctor: %s", rep)
 	checkDoctorNames(t, rep, target, id, check)
-	suite.Note(ctx, t, "doctorRootCauses", rep.RootNames())
+	suite.Note(ctx, t, doctor.DiagnosisNote, []doctor.Diagnosis{doctor.Dynamo.Diagnose(rep, check)})
 	return rep
 }
 

@@ -8,8 +8,9 @@
 // It reads <dir>/*/summary.json of every -dir (several: the same suites on several providers,
 // one column per suite and provider), prints the plain-text table, writes <first dir>/summary.md,
 // and exits 1 when any scenario failed or no suite wrote a summary (a suite that crashed before
-// reporting must not look green), 2 on usage or I/O errors. With -coverage (make e2e COVER=1)
-// the operator coverage headline follows the table.
+// reporting must not look green), 2 on usage or I/O errors. The doctors' precision and recall
+// over the faults the scenarios diagnosed follow the table; with -coverage (make e2e COVER=1),
+// the operator coverage headline too.
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/doctor"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/report"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/report/coverage"
 )
@@ -60,6 +62,13 @@ func run(dirs []string, mdPath, coverDir string) int {
 		fmt.Fprintln(os.Stderr, "e2e-summary:", err)
 		return 2
 	}
+	if score := doctor.ScoreOf(suites).String(); score != "" {
+		fmt.Printf("\n%s\n", score)
+		if err := appendMarkdown(mdPath, "\n"+score+"\n"); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e-summary:", err)
+			return 2
+		}
+	}
 	if coverDir != "" {
 		if err := appendCoverage(mdPath, coverDir); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e-summary:", err)
@@ -88,11 +97,16 @@ func appendCoverage(mdPath, coverDir string) error {
 		return err
 	}
 	fmt.Printf("\n%s (%s)\n", headline, filepath.Join(coverDir, coverage.SummaryFile))
+	return appendMarkdown(mdPath, fmt.Sprintf("\n**%s** — [per package](%s)\n", headline, filepath.Join(coverDir, coverage.SummaryFile)))
+}
+
+// appendMarkdown adds text to the end of the Markdown summary.
+func appendMarkdown(mdPath, text string) error {
 	f, err := os.OpenFile(mdPath, os.O_APPEND|os.O_WRONLY, 0) //nolint:gosec // G304: the summary this command just wrote
 	if err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(f, "\n**%s** — [per package](%s)\n", headline, filepath.Join(coverDir, coverage.SummaryFile)); err != nil {
+	if _, err := f.WriteString(text); err != nil {
 		_ = f.Close() // the write error is the one to report
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/doctor"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/report"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/target"
@@ -82,13 +83,14 @@ func run(names string, jobs int, timeout, out string, suiteArgs []string) int {
 
 	status := 0
 	var grids []conformance.Grid
+	var ran []report.Summary
 	for _, t := range targets {
-		g, code := runTarget(ctx, root, paths[t], t, jobs, timeout, filepath.Join(out, t.Name), suiteArgs)
+		g, summaries, code := runTarget(ctx, root, paths[t], t, jobs, timeout, filepath.Join(out, t.Name), suiteArgs)
 		if code == 2 {
 			return code
 		}
 		status = max(status, code)
-		grids = append(grids, g)
+		grids, ran = append(grids, g), append(ran, summaries...)
 		if ctx.Err() != nil {
 			return 1
 		}
@@ -99,16 +101,19 @@ func run(names string, jobs int, timeout, out string, suiteArgs []string) int {
 		_ = os.Remove(filepath.Join(out, report.SummaryFile))
 		return status
 	}
-	if err := writeAcross(out, grids); err != nil {
+	if err := writeAcross(out, grids, ran); err != nil {
 		return fail("%v", err)
 	}
 	return status
 }
 
-// writeAcross writes <out>/report.md, the targets' grids side by side, and <out>/summary.json,
-// every grid.
-func writeAcross(out string, grids []conformance.Grid) error {
+// writeAcross writes <out>/report.md, the targets' grids side by side with the doctor's score over
+// all of them, and <out>/summary.json, every grid.
+func writeAcross(out string, grids []conformance.Grid, ran []report.Summary) error {
 	across := conformance.Across(grids, func(name string) string { return name + "/report.md" })
+	if score := doctorScore(ran); score != "" {
+		across += "\n" + score + "\n"
+	}
 	md := "# Conformance of " + strconv.Itoa(len(grids)) + " targets\n\n" + across
 	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte(md), 0o644); err != nil { //nolint:gosec // G306: a report for people to read
 		return err
@@ -124,19 +129,20 @@ func writeAcross(out string, grids []conformance.Grid) error {
 	return nil
 }
 
-// runTarget runs the suite once per mode t declares and writes its grid under out; status 1 when
-// a cell is unexpected, 2 when the target could not be run.
-func runTarget(ctx context.Context, root, path string, t *target.Target, jobs int, timeout, out string, suiteArgs []string) (conformance.Grid, int) {
+// runTarget runs the suite once per mode t declares and writes its grid under out; it returns the
+// grid, the summaries the modes wrote, and status 1 when a cell is unexpected, 2 when the target
+// could not be run.
+func runTarget(ctx context.Context, root, path string, t *target.Target, jobs int, timeout, out string, suiteArgs []string) (conformance.Grid, []report.Summary, int) {
 	if err := os.RemoveAll(out); err != nil {
-		return conformance.Grid{}, fail("%v", err)
+		return conformance.Grid{}, nil, fail("%v", err)
 	}
 	if err := os.MkdirAll(out, 0o750); err != nil {
-		return conformance.Grid{}, fail("%v", err)
+		return conformance.Grid{}, nil, fail("%v", err)
 	}
 	start := time.Now()
 	fmt.Printf("conformance: target %s (%s), modes %s; building its binaries …\n", t.Name, describeSource(t), strings.Join(t.CertModes.Declared(), ", "))
 	if _, err := t.Binaries(ctx, os.Stdout); err != nil {
-		return conformance.Grid{}, fail("%v", err)
+		return conformance.Grid{}, nil, fail("%v", err)
 	}
 	modes := t.CertModes.Declared()
 	pid := strconv.Itoa(os.Getpid() % 100000)
@@ -161,15 +167,30 @@ func runTarget(ctx context.Context, root, path string, t *target.Target, jobs in
 		summaries[m] = &s
 	}
 	g := conformance.NewGrid(t, summaries, logs)
-	if err := writeReport(out, t, g, summaries); err != nil {
-		return g, fail("%v", err)
+	var ran []report.Summary
+	for _, m := range modes {
+		if s := summaries[m]; s != nil {
+			ran = append(ran, *s)
+		}
+	}
+	if err := writeReport(out, t, g, ran); err != nil {
+		return g, ran, fail("%v", err)
 	}
 	fmt.Printf("\n%s\nconformance: target %s in %s; report: %s\n", g.Markdown(), t.Name, time.Since(start).Round(time.Second),
 		filepath.Join(suiterun.DisplayPath(out), "report.md"))
 	if g.Failed() {
-		return g, 1
+		return g, ran, 1
 	}
-	return g, 0
+	return g, ran, 0
+}
+
+// doctorScore is the generic doctor's precision and recall over the faults W6 and W7 left to it
+// (a fault the target does not repair), for reports; "" when it ran against none.
+func doctorScore(ran []report.Summary) string {
+	if score := doctor.ScoreOf(ran).String(); score != "" {
+		return score + " (W6, W7: `kubectl webhook-doctor` against a fault the target does not repair)"
+	}
+	return ""
 }
 
 func describeSource(t *target.Target) string {
@@ -184,17 +205,17 @@ func describeSource(t *target.Target) string {
 
 // writeReport writes report.md (the grid, what was changed from the chart's defaults and why,
 // where each mode's report is) and summary.json (the grid's cells).
-func writeReport(out string, t *target.Target, g conformance.Grid, summaries map[string]*report.Summary) error {
+func writeReport(out string, t *target.Target, g conformance.Grid, ran []report.Summary) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Conformance of target %s\n\n%s\n\nSource: %s. Chart %s, release %s in namespace %s.\n\n",
 		t.Name, t.Description, describeSource(t), t.Chart.Path, t.Chart.Release, t.Chart.Namespace)
-	for _, s := range summaries {
-		if s != nil {
-			fmt.Fprintf(&b, "Provider %s, Kubernetes %s.\n\n", s.Provider, s.KubernetesVersion)
-			break
-		}
+	if len(ran) > 0 {
+		fmt.Fprintf(&b, "Provider %s, Kubernetes %s.\n\n", ran[0].Provider, ran[0].KubernetesVersion)
 	}
 	b.WriteString(g.Markdown())
+	if score := doctorScore(ran); score != "" {
+		b.WriteString("\n" + score + "\n")
+	}
 	overrides := func(heading string, list []target.Override) {
 		if len(list) == 0 {
 			return
