@@ -72,7 +72,9 @@ func TestRunStepCountsOnlyTheMeasuredWindow(t *testing.T) {
 
 	assert.Equal(t, "apiserver/widgets@200", step.Key())
 	assert.Equal(t, uint64(100), step.Requests, "200 req/s for 0.5 s; the warm-up's 50 are not counted")
-	assert.Equal(t, int64(150), served.Load(), "the warm-up did run")
+	// The warm-up's pacer stops on the clock: on a busy machine it sends fewer than its 50.
+	assert.Greater(t, uint64(served.Load()), step.Requests, "the warm-up did run") //nolint:gosec // G115: a count of requests, never negative
+	assert.LessOrEqual(t, served.Load(), int64(150), "200 req/s for 0.25 s of warm-up and 0.5 s measured")
 	assert.InDelta(t, 1.0, step.SuccessRatio, 1e-9)
 	require.Len(t, step.ServerHistograms, 1)
 	assert.Equal(t, step.Requests, step.ServerHistograms[0].Count, "the server's window matches the measured attack")
