@@ -4,41 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// unreachableKubeconfig writes a kubeconfig whose API server refuses connections.
-func unreachableKubeconfig(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
-kind: Config
-clusters:
-- name: gone
-  cluster: {server: "https://`+addr+`", insecure-skip-tls-verify: true}
-users:
-- name: someone
-  user: {token: not-a-real-token}
-contexts:
-- name: gone
-  context: {cluster: gone, user: someone}
-- name: other
-  context: {cluster: gone, user: someone, namespace: elsewhere}
-current-context: other
-`), 0o600))
-	return path
-}
+	"github.com/gauntlet-dev/gauntlet/operator/internal/plugin/plugintest"
+)
 
 func TestUsage(t *testing.T) {
 	cases := []struct {
@@ -80,7 +53,7 @@ func TestUsage(t *testing.T) {
 // the exit status is 1. (The doctor's checks against a live API server are tested in
 // internal/doctor.)
 func TestDoctorAgainstUnreachableCluster(t *testing.T) {
-	kubeconfig := unreachableKubeconfig(t)
+	kubeconfig := plugintest.UnreachableKubeconfig(t)
 
 	t.Run("text", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer

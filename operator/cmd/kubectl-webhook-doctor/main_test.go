@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,31 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gauntlet-dev/gauntlet/operator/internal/plugin"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/plugin/plugintest"
 )
-
-// unreachableKubeconfig writes a kubeconfig whose API server refuses connections.
-func unreachableKubeconfig(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
-kind: Config
-clusters:
-- name: gone
-  cluster: {server: "https://`+addr+`", insecure-skip-tls-verify: true}
-users:
-- name: someone
-  user: {token: not-a-real-token}
-contexts:
-- name: gone
-  context: {cluster: gone, user: someone}
-current-context: gone
-`), 0o600))
-	return path
-}
 
 func TestUsage(t *testing.T) {
 	cases := []struct {
@@ -71,7 +45,7 @@ func TestUsage(t *testing.T) {
 // skipped because of it, exit status 1. (The checks against a live API server are tested in
 // internal/doctor.)
 func TestAgainstUnreachableCluster(t *testing.T) {
-	kubeconfig := unreachableKubeconfig(t)
+	kubeconfig := plugintest.UnreachableKubeconfig(t)
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"--kubeconfig", kubeconfig, "-n", "policy-system", "-o", "json", "--timeout", "20s"}, &stdout, &stderr)
 	assert.Equal(t, plugin.ExitUnhealthy, code, "stderr: %s", stderr.String())
