@@ -152,6 +152,12 @@ func TestDeleteAfterTheNodeWasKilled(t *testing.T) {
 	n, err := strconv.Atoi(strings.TrimSpace(string(pid)))
 	require.NoError(t, err)
 	require.NoError(t, syscall.Kill(n, syscall.SIGKILL))
+	// Delete a node that is dead, not one still exiting: until the kernel has torn it down it
+	// looks alive, and Delete would stop it as a running node that left its mounts behind.
+	require.NoError(t, poll.Until(ctx, "the killed node to be gone", 10*time.Second, func(context.Context) (bool, string, error) {
+		_, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", n))
+		return err != nil, "pid " + strconv.Itoa(n) + " still runs", nil
+	}))
 	require.NoError(t, poll.Until(ctx, "the killed node's leftovers to show", 10*time.Second, func(context.Context) (bool, string, error) {
 		left := strings.Join(local.Leftovers(cfg), "\n")
 		return strings.Contains(left, "mount target "+filepath.Dir(target)) && strings.Contains(left, "network interface "+procnode.BridgeName(cfg.NodeName())),
