@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -19,6 +18,7 @@ import (
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -105,16 +105,10 @@ func containerLogs(p corev1.Pod) []containerLog {
 	return out
 }
 
-var (
-	// pemPrivateKey is a PEM private key's header or footer: "-----BEGIN RSA PRIVATE KEY-----",
-	// "-----END PRIVATE KEY-----", and so on.
-	pemPrivateKey = regexp.MustCompile(`-----(BEGIN|END) ([A-Z0-9]+ )*PRIVATE KEY-----`)
-	// base64PEM is base64 starting with "-----BEGIN" (a PEM encoded whole, as a Secret's data is).
-	base64PEM = regexp.MustCompile(`LS0tLS1CRUdJTi[A-Za-z0-9+/]*`)
-)
-
-// privateKeysIn lists the lines of log that hold a private key — a PEM one, a base64-encoded PEM
-// one, or the body of one of keys (PEM) — each as "line N: <the line up to the key> (what)".
+// privateKeysIn lists the lines of log that hold a private key — key material as S1 finds it in
+// what a suite collects (pki.KeyMaterial: a PEM private-key header, its base64 form, either in a
+// hex dump), or the body of one of keys (PEM) — each as "line N: <the line up to the key> (what)".
+// A PEM key's body lines after its header are not reported again.
 func privateKeysIn(log []byte, keys [][]byte) []string {
 	var bodies []string
 	for _, k := range keys {
@@ -138,24 +132,15 @@ func privateKeysIn(log []byte, keys [][]byte) []string {
 			continue
 		}
 		out = append(out, fmt.Sprintf("line %d: %q… (%s)", n, shortened(line[:at], 120), what))
-		inBlock = what == pemKeyFound && !strings.Contains(line[at:], "-----END ")
+		inBlock = what == pki.PEMKeyHeader && !strings.Contains(line[at:], "-----END ")
 	}
 	return out
 }
 
-const pemKeyFound = "a PEM private key"
-
 // keyIn is where line holds a private key, and what kind; -1 when it holds none.
 func keyIn(line string, bodies []string) (int, string) {
-	if loc := pemPrivateKey.FindStringIndex(line); loc != nil {
-		return loc[0], pemKeyFound
-	}
-	for _, loc := range base64PEM.FindAllStringIndex(line, -1) {
-		enc := line[loc[0]:loc[1]]
-		decoded, _ := base64.StdEncoding.DecodeString(enc[:len(enc)/4*4])
-		if pemPrivateKey.Match(decoded) {
-			return loc[0], "a PEM private key, base64-encoded"
-		}
+	if what, at := pki.KeyMaterial([]byte(line)); what != "" {
+		return at, what
 	}
 	for _, b := range bodies {
 		if i := strings.Index(line, b); i >= 0 {
