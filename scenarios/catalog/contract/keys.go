@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,7 +95,7 @@ func (l containerLog) describe(p corev1.Pod) string {
 // each that restarted.
 func containerLogs(p corev1.Pod) []containerLog {
 	var out []containerLog
-	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+	for _, s := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
 		if s.State.Running != nil || s.State.Terminated != nil {
 			out = append(out, containerLog{container: s.Name})
 		}

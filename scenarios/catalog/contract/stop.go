@@ -69,7 +69,7 @@ func gracefulStop() e2etypes.Feature {
 			c, it := suite.ClusterFrom(ctx, t), suite.TargetFrom(ctx, t)
 			judged, _ := probedWebhooks(it)
 			if len(judged) == 0 {
-				t.Skip("no webhook has a probe that shows it judges (W1 names them)")
+				expect.Skipf(t, "no webhook has a probe that shows it judges (W1 names them)")
 			}
 			pod := readyPods(ctx, t, c, it, 1)[0]
 			grace := time.Duration(corev1.DefaultTerminationGracePeriodSeconds) * time.Second
