@@ -101,7 +101,7 @@ func dialKeptAlive(t *testing.T, s *startedServer) *keptAliveConn {
 	return &keptAliveConn{conn: conn, r: bufio.NewReader(conn)}
 }
 
-// post sends one request on the connection and reads its response.
+// post sends one request on the connection and reads its final response.
 func (k *keptAliveConn) post() (*http.Response, error) {
 	req, err := http.NewRequest(http.MethodPost, "https://webhook/validate", strings.NewReader("{}"))
 	if err != nil {
@@ -110,13 +110,23 @@ func (k *keptAliveConn) post() (*http.Response, error) {
 	if err := req.Write(k.conn); err != nil {
 		return nil, err
 	}
-	resp, err := http.ReadResponse(k.r, req)
-	if err != nil {
-		return nil, err
+	return k.finalResponse(req)
+}
+
+// finalResponse reads the response to req, skipping interim (1xx) ones as every HTTP/1.1 client
+// must (RFC 9110, 15.2): a draining server writes one onto an idle connection.
+func (k *keptAliveConn) finalResponse(req *http.Request) (*http.Response, error) {
+	for {
+		resp, err := http.ReadResponse(k.r, req)
+		if err != nil {
+			return nil, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode < 100 || resp.StatusCode > 199 {
+			return resp, nil
+		}
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	return resp, nil
 }
 
 func (s *startedServer) requireStoppedWithin(t *testing.T, d time.Duration, why string) {
@@ -140,6 +150,10 @@ func (s *startedServer) requireRunningFor(t *testing.T, d time.Duration, why str
 
 func TestServerDrainsClosingEachConnectionAfterItsResponse(t *testing.T) {
 	s := startServer(t, time.Minute)
+	// A client that ignores the request to close keeps the server draining.
+	ignoring := dialKeptAlive(t, s)
+	_, err := ignoring.post()
+	require.NoError(t, err)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: insecureTLS()}}
 
 	resp, err := postJSON(client, s.url())
@@ -153,7 +167,7 @@ func TestServerDrainsClosingEachConnectionAfterItsResponse(t *testing.T) {
 	assert.True(t, resp.Close, "expected `Connection: close` on a response while draining")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 
-	client.CloseIdleConnections()
+	require.NoError(t, ignoring.conn.Close())
 	s.requireStoppedWithin(t, 2*time.Second, "no connection is left")
 	_, err = postJSON(client, s.url())
 	require.Error(t, err, "expected the server to be stopped after draining")
@@ -176,6 +190,68 @@ func TestServerNeverClosesAnIdleConnectionUnderTheClient(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.True(t, resp.Close, "expected `Connection: close` on the answer")
 	s.requireStoppedWithin(t, 2*time.Second, "the server closed the last connection after its response")
+}
+
+// A draining server asks each idle connection to close (an interim response no request asked
+// for); net/http's transport, the API server's, then closes it itself: the drain ends within
+// milliseconds, long before its timeout, and no connection was reset under a client.
+func TestServerAsksAnIdleConnectionToCloseAndTheAPIServersClientDoes(t *testing.T) {
+	s := startServer(t, time.Minute)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: insecureTLS(), IdleConnTimeout: 90 * time.Second}}
+	resp, err := postJSON(client, s.url())
+	require.NoError(t, err)
+	require.False(t, resp.Close, "expected keep-alive before the server is stopped")
+
+	s.stop()
+	s.requireStoppedWithin(t, 2*time.Second, "the client closes its idle connection once asked to; the drain timeout is 1 minute")
+}
+
+// The API server as it meets a rollout: it keeps several HTTP/1.1 connections to a pod, picks
+// the most recently used idle one for each call, so others sit idle, and never resends a POST
+// it has written. Here the connections to the stopping pod sit idle through the drain, and a
+// burst of calls picks them up just as the drain times out — where a server that resets idle
+// connections races the calls written onto them (`connection reset by peer`). No call fails.
+func TestServerFailsNoCallOnConnectionsIdleThroughTheDrain(t *testing.T) {
+	const stops, callers, drainTimeout = 10, 16, 200 * time.Millisecond
+	var sent, failed atomic.Int64
+	var firstErr atomic.Value
+	for range stops {
+		old, next := startServer(t, drainTimeout), startServer(t, time.Minute)
+		var removed atomic.Bool
+		dialer := &net.Dialer{}
+		transport := &http.Transport{MaxIdleConnsPerHost: callers, TLSClientConfig: insecureTLS(), IdleConnTimeout: 90 * time.Second,
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				if removed.Load() {
+					return dialer.DialContext(ctx, network, next.addr.String())
+				}
+				return dialer.DialContext(ctx, network, old.addr.String())
+			}}
+		client := &http.Client{Transport: transport}
+		const url = "https://webhook-service.test:443/validate"
+		burst := func() {
+			var wg sync.WaitGroup
+			for range callers {
+				wg.Go(func() {
+					sent.Add(1)
+					if _, err := postJSON(client, url); err != nil {
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, err.Error())
+					}
+				})
+			}
+			wg.Wait()
+		}
+		burst() // callers connections to the old pod, idle in the pool
+		removed.Store(true)
+		old.stop()
+		time.Sleep(drainTimeout - 20*time.Millisecond)
+		for end := time.Now().Add(60 * time.Millisecond); time.Now().Before(end); {
+			burst()
+		}
+		old.requireStoppedWithin(t, 5*time.Second, "the drain timed out")
+		transport.CloseIdleConnections()
+	}
+	assert.Zero(t, failed.Load(), "expected no failed call of %d sent across %d stops; first error: %v", sent.Load(), stops, firstErr.Load())
 }
 
 func TestServerStopsAtTheDrainTimeout(t *testing.T) {
@@ -290,9 +366,8 @@ func TestServerAnswersARequestItHasBegunToReadWhenTheDrainEnds(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // past the drain timeout
 	_, err = kept.conn.Write([]byte(rest))
 	require.NoError(t, err, "expected the rest of the request to be written")
-	resp, err := http.ReadResponse(kept.r, req)
+	resp, err := kept.finalResponse(req)
 	require.NoError(t, err, "expected the request begun before the drain ended to be answered")
-	_ = resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.True(t, resp.Close, "expected `Connection: close` on the answer")
 	s.requireStoppedWithin(t, 2*time.Second, "the last connection closed after its response")

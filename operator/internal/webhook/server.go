@@ -26,6 +26,18 @@ const apiServerIdleConnTimeout = 90 * time.Second
 // DefaultDrainTimeout is how long a stopping webhook server drains at most (Server).
 const DefaultDrainTimeout = 2 * time.Second
 
+// drainPoll is how often a draining server looks for connections left and asks those that
+// turned idle to close.
+const drainPoll = 20 * time.Millisecond
+
+// askToClose is the interim response a draining server writes onto an idle connection: bytes
+// no request asked for, which make an idle client close the connection, and which a client
+// that has just sent a request skips before the final response (RFC 9110, 15.2).
+var askToClose = []byte("HTTP/1.1 100 Continue\r\n\r\n")
+
+// askWriteTimeout bounds writing askToClose: a client that reads nothing gets reset later.
+const askWriteTimeout = time.Second
+
 // shutdownTimeout bounds each of the two waits after the drain timeout: for the connections left
 // to close after their response, then for net/http's Shutdown.
 const shutdownTimeout = time.Minute
@@ -47,14 +59,24 @@ const idleTimeout = apiServerIdleConnTimeout + 30*time.Second
 // replicas under 50 admissions/s) caught it on kind: 3 of 6,309 admissions, after a 2 s drain
 // that had closed every connection used during it, when the idle ones were closed.
 //
-// When its context ends the server drains: it keeps serving, and every response carries
+// When its context ends the server drains: it keeps serving, every response carries
 // `Connection: close`, so each connection in use is closed after a response the client reads
-// before it could reuse it. The drain ends when no connection is left — the API server closes
-// the ones it no longer uses after 90 s idle — or at the drain timeout. Then the connections
-// still idle on which nothing has arrived are reset (an abortive close, RST): a request written
-// after the reset arrived fails to write, and net/http retries a request of which nothing was
-// written on a new connection, so the window left is the reset's flight time (microseconds)
-// instead of the client's time to notice a FIN. A drain timeout above 90 s leaves none.
+// before it could reuse it, and every idle connection is asked to close: the server writes an
+// interim response (`100 Continue`) onto it. A client holding the connection idle reads bytes no
+// request of its own asked for and closes the connection itself — net/http's transport, the API
+// server's, does so at once ("Unsolicited response received on idle HTTP channel"); a client that
+// has just written a request onto it reads the interim response as one to that request, skips
+// it as HTTP/1.1 requires of every client, and gets the final answer, with `Connection: close`.
+// Either way the client, not the server, ends the connection, so no request can meet a closed
+// one. The interim response is written while net/http cannot turn the connection active (the
+// connection's state is reported under the lock held for the write), and only where nothing of
+// a next request has arrived, so it never lands inside a response.
+//
+// The drain ends when no connection is left — usually within milliseconds — or at the drain
+// timeout. Then the connections still idle on which nothing has arrived, those of clients that
+// ignored the request to close, are reset (an abortive close, RST): a request written after the
+// reset arrived fails to be written, and net/http retries a request of which nothing was written
+// on a new connection, so the window left for such a client is the reset's flight time.
 // "Nothing has arrived" means nothing waits in the kernel and nothing has been read off the
 // socket since the last response began to be written. The kernel's queue alone is not enough:
 // net/http reads ahead while it writes a response and calls a connection idle until it has
@@ -62,7 +84,8 @@ const idleTimeout = apiServerIdleConnTimeout + 30*time.Second
 // the likeliest cause of P4's one lost admission in 4,666 on kind (`read: connection reset by
 // peer`, on a busy machine, where a goroutine can stall between the read and the header's end).
 // For the same reason the server outwaits the connections left before net/http's Shutdown,
-// which would close them.
+// which would close them. Resetting instead of asking left that flight-time window for the API
+// server too; TestServerFailsNoCallOnConnectionsIdleThroughTheDrain meets it.
 type Server struct {
 	ctrlwebhook.Server
 	options      ctrlwebhook.Options
@@ -133,9 +156,10 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// drain keeps serving, closing each connection after its response, until no connection is
-// left or the drain timeout passes; then it resets each idle connection left as long as nothing
-// of a next request has arrived on it, until none but new ones (no request yet) is left or
+// drain keeps serving, closing each connection after its response and asking each idle one to
+// close (askIdleToClose, again on every poll for the connections that turned idle since), until
+// no connection is left or the drain timeout passes; then it resets each idle connection left as
+// long as nothing of a next request has arrived on it, until none but new ones (no request yet) is left or
 // shutdownTimeout passes. It must outwait the idle ones a request is arriving on: net/http's
 // Shutdown closes every connection it calls idle, and it calls one idle until it has read the
 // whole header of the next request. New ones it treats as the server always did: it waits for
@@ -143,15 +167,22 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) drain() {
 	s.draining.Store(true)
 	begun := time.Now()
-	s.log.Info("draining webhook connections: every response closes its connection",
-		"openConnections", s.conns.count(), "timeout", s.drainTimeout.String())
 	if s.drainTimeout > 0 {
-		err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, s.drainTimeout, true,
-			func(context.Context) (bool, error) { return s.conns.count() == 0, nil })
+		open, asked := s.conns.count(), s.conns.askIdleToClose()
+		// "draining webhook connections" is a documented log line (H8 waits for it).
+		s.log.Info("draining webhook connections: every response closes its connection, every idle one is asked to close",
+			"openConnections", open, "askedToClose", asked, "timeout", s.drainTimeout.String())
+		err := wait.PollUntilContextTimeout(context.Background(), drainPoll, s.drainTimeout, true,
+			func(context.Context) (bool, error) {
+				asked += s.conns.askIdleToClose()
+				return s.conns.count() == 0, nil
+			})
 		if err == nil {
-			s.log.Info("drained: no connection left", "after", time.Since(begun).String())
+			s.log.Info("drained: no connection left", "askedToClose", asked, "after", time.Since(begun).String())
 			return
 		}
+	} else {
+		s.log.Info("draining webhook connections: none (drain timeout 0)", "openConnections", s.conns.count())
 	}
 	reset, inUse := s.conns.resetIdle()
 	// "drain timeout: idle connections reset" is a documented log line (H8 sends the rest of a
@@ -197,10 +228,12 @@ func (s *Server) StartedChecker() healthz.Checker {
 	}
 }
 
-// connections tracks a server's open connections and their states (http.Server.ConnState).
+// connections tracks a server's open connections and their states (http.Server.ConnState),
+// and which idle ones were asked to close.
 type connections struct {
 	mu    sync.Mutex
 	state map[net.Conn]http.ConnState
+	asked map[net.Conn]bool
 }
 
 func (c *connections) track(conn net.Conn, state http.ConnState) {
@@ -212,6 +245,7 @@ func (c *connections) track(conn net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateClosed, http.StateHijacked:
 		delete(c.state, conn)
+		delete(c.asked, conn)
 	default:
 		c.state[conn] = state
 	}
@@ -221,6 +255,31 @@ func (c *connections) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.state)
+}
+
+// askIdleToClose writes askToClose onto every idle connection not asked yet on which nothing of
+// a next request has arrived, and says how many it asked. It holds the lock while it writes:
+// net/http reports a connection turning active through track, which waits for it, so the
+// interim response never lands between the parts of a response.
+func (c *connections) askIdleToClose() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	asked := 0
+	for conn, state := range c.state {
+		if nothing, _ := nothingArrived(conn); state != http.StateIdle || c.asked[conn] || !nothing {
+			continue
+		}
+		if c.asked == nil {
+			c.asked = map[net.Conn]bool{}
+		}
+		c.asked[conn] = true
+		_ = conn.SetWriteDeadline(time.Now().Add(askWriteTimeout))
+		if _, err := conn.Write(askToClose); err == nil {
+			asked++
+		}
+		_ = conn.SetWriteDeadline(time.Time{})
+	}
+	return asked
 }
 
 // resetIdle resets (RST) every idle connection on which nothing of a next request has arrived,
@@ -242,28 +301,18 @@ func (c *connections) resetIdle() (reset, inUse int) {
 }
 
 // abortIfNothingArrived closes conn, an idle connection, with a TCP reset if nothing of a next
-// request has arrived on it: no byte waits to be read and none has been read off the socket
-// since the last response began to be written (a client sends its next request only once it
-// has the response; net/http reads ahead while it writes one, and calls a connection idle until
-// it has read a whole request header). A request it has begun to read is served instead. Where
-// the bytes waiting are not known, it closes conn as net/http's Shutdown would (FIN). It
+// request has arrived on it (nothingArrived); a request it has begun to read is served instead.
+// Where the bytes waiting are not known, it closes conn as net/http's Shutdown would (FIN). It
 // reports whether it closed conn.
 func abortIfNothingArrived(conn net.Conn) bool {
-	counted, tcp := socketOf(conn)
-	if tcp == nil {
+	_, tcp := socketOf(conn)
+	nothing, queueKnown := nothingArrived(conn)
+	if tcp == nil || !nothing {
 		return false
 	}
-	// The kernel's queue first, then what was read off it: bytes read in between are counted.
-	pending, err := unreadBytes(tcp)
-	if err != nil {
-		if counted.readSinceLastWrite() {
-			return false
-		}
+	if !queueKnown {
 		_ = conn.Close()
 		return true
-	}
-	if pending != 0 || counted.readSinceLastWrite() {
-		return false
 	}
 	// Without a linger time, close discards the send buffer and sends RST instead of FIN.
 	if tcp.SetLinger(0) != nil {
@@ -271,6 +320,24 @@ func abortIfNothingArrived(conn net.Conn) bool {
 	}
 	_ = tcp.Close()
 	return true
+}
+
+// nothingArrived reports whether nothing of a next request has arrived on conn, a connection
+// the server accepted: no byte waits to be read (where the kernel says so: queueKnown) and none
+// has been read off the socket since the last response began to be written (a client sends its
+// next request only once it has the response; net/http reads ahead while it writes one, and
+// calls a connection idle until it has read a whole request header).
+func nothingArrived(conn net.Conn) (nothing, queueKnown bool) {
+	counted, tcp := socketOf(conn)
+	if tcp == nil {
+		return false, false
+	}
+	// The kernel's queue first, then what was read off it: bytes read in between are counted.
+	pending, err := unreadBytes(tcp)
+	if err == nil && pending != 0 {
+		return false, true
+	}
+	return !counted.readSinceLastWrite(), err == nil
 }
 
 // socketOf is the read-counting TCP connection under a connection the server accepted, or

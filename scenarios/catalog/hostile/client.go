@@ -89,7 +89,7 @@ func exchange(ctx context.Context, conn net.Conn, req request, wait time.Duratio
 // at most wait (for the message); when the response says the server closes the connection, it
 // checks that it does.
 func readAnswer(conn net.Conn, br *bufio.Reader, start time.Time, wait time.Duration) answer {
-	resp, err := http.ReadResponse(br, nil)
+	resp, err := finalResponse(br)
 	a := answer{took: time.Since(start)}
 	if err != nil {
 		a.err = describeReadError(err, wait)
@@ -106,6 +106,19 @@ func readAnswer(conn net.Conn, br *bufio.Reader, start time.Time, wait time.Dura
 		a.closed = rerr != nil && !isTimeout(rerr)
 	}
 	return a
+}
+
+// finalResponse reads a response, skipping interim (1xx) ones as every HTTP/1.1 client must
+// (RFC 9110, 15.2): the operator's draining server writes `100 Continue` onto an idle
+// connection to ask its client to close it.
+func finalResponse(br *bufio.Reader) (*http.Response, error) {
+	for {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, err
+		}
+		_ = resp.Body.Close()
+	}
 }
 
 // writeRequest writes req's head and body.
