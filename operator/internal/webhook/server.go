@@ -158,9 +158,9 @@ func (s *Server) Start(ctx context.Context) error {
 
 // drain keeps serving, closing each connection after its response and asking each idle one to
 // close (askIdleToClose, again on every poll for the connections that turned idle since), until
-// no connection is left or the drain timeout passes; then it resets each idle connection left as
-// long as nothing of a next request has arrived on it, until none but new ones (no request yet) is left or
-// shutdownTimeout passes. It must outwait the idle ones a request is arriving on: net/http's
+// no connection is left or the drain timeout passes; then it resets each idle connection left
+// as long as nothing of a next request has arrived on it, until none but new ones (no request
+// yet) is left or shutdownTimeout passes. It must outwait the idle ones a request is arriving on: net/http's
 // Shutdown closes every connection it calls idle, and it calls one idle until it has read the
 // whole header of the next request. New ones it treats as the server always did: it waits for
 // their first request, and closes those that have had none for 5 s.
