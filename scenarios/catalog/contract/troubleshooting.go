@@ -318,7 +318,7 @@ func foreignBundle(ctx context.Context, t *testing.T, ns string, r *symptomRepor
 		})
 		expect.NoError(t, err, "setting an unrelated CA as the caBundles of target %s", it.Target.Name)
 		injected = time.Now()
-		seen, short := observe(ctx, c, it, ns, judged, judge, wrongBundlePropagation, holds)
+		seen, short, raw := observe(ctx, c, it, ns, judged, judge, wrongBundlePropagation, holds)
 		var rep *doctor.Report
 		still, err := holds(ctx)
 		expect.NoError(t, err, "reading the caBundles of target %s", it.Target.Name)
@@ -345,7 +345,11 @@ func foreignBundle(ctx context.Context, t *testing.T, ns string, r *symptomRepor
 		if rep != nil {
 			doctorSaw = rep.String()
 		}
-		r.Seen = seen
+		// Answers given once the target's CA was back are no symptom: quoted as answered.
+		r.Seen = map[string]string{}
+		for name, answer := range raw {
+			r.Seen[name] = "answered as the repair left it: " + answer
+		}
 		repairedDuring = append(repairedDuring, fmt.Sprintf("attempt %d: repaired within %s (doctor: %s)", attempt, since(injected), doctorSaw))
 		t.Logf("target %s repaired the caBundles during observation %d; injecting the fault again", it.Target.Name, attempt)
 	}
@@ -485,7 +489,7 @@ func expectedFailedCall(w probed, symptom *regexp.Regexp) string {
 func expectSymptom(ctx context.Context, t *testing.T, c *suite.Cluster, it *target.Installed, ns, fault string, ws []probed,
 	judge func(probed, sent) (string, bool), expected func(probed) string) map[string]string {
 	t.Helper()
-	seen, short := observe(ctx, c, it, ns, ws, judge, symptomTimeout, nil)
+	seen, short, _ := observe(ctx, c, it, ns, ws, judge, symptomTimeout, nil)
 	for _, w := range ws {
 		t.Logf("%s: webhook %s (failurePolicy %s), %s: %s", fault, w.Name, w.FailurePolicy, w.judging(), seen[w.Name])
 	}
@@ -508,11 +512,11 @@ func shortfall(ws []probed, short []string, seen map[string]string, expected fun
 
 // observe sends each webhook of ws its judging probe until judge finds every answer the
 // symptom, for at most timeout, or until holds (when given) says the fault is gone. It returns
-// the last answer by webhook and the webhooks whose answer was not the symptom (nil: all were).
+// the last answer by webhook as judged, the webhooks whose answer was not the symptom (nil: all
+// were) and the last answers as the API server gave them ("admitted" or its message).
 func observe(ctx context.Context, c *suite.Cluster, it *target.Installed, ns string, ws []probed, judge func(probed, sent) (string, bool),
-	timeout time.Duration, holds func(context.Context) (bool, error)) (map[string]string, []string) {
-	seen := map[string]string{}
-	var short []string
+	timeout time.Duration, holds func(context.Context) (bool, error)) (seen map[string]string, short []string, raw map[string]string) {
+	seen, raw = map[string]string{}, map[string]string{}
 	_ = poll.Until(ctx, "every webhook's probe to show the symptom", timeout, func(ctx context.Context) (bool, string, error) {
 		short = nil
 		for _, w := range ws {
@@ -520,8 +524,12 @@ func observe(ctx context.Context, c *suite.Cluster, it *target.Installed, ns str
 			if err != nil {
 				return false, "", err
 			}
-			s, ok := judge(w, dryRun(ctx, c, obj, ns))
-			seen[w.Name] = s
+			answer := dryRun(ctx, c, obj, ns)
+			s, ok := judge(w, answer)
+			seen[w.Name], raw[w.Name] = s, "admitted"
+			if answer.err != nil {
+				raw[w.Name] = answer.err.Error()
+			}
 			if !ok {
 				short = append(short, w.Name)
 			}
@@ -533,7 +541,7 @@ func observe(ctx context.Context, c *suite.Cluster, it *target.Installed, ns str
 		}
 		return len(short) == 0, strings.Join(short, ", "), nil
 	})
-	return seen, short
+	return seen, short, raw
 }
 
 // editSelectors sets the namespaceSelector of every webhook of the target's configurations to
