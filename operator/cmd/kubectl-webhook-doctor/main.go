@@ -3,7 +3,8 @@
 // Service and runs the doctor's generic checks against them (see internal/doctor's
 // WebhookDoctor), naming the one root cause of a broken admission path and its fix.
 //
-//	kubectl webhook-doctor --namespace NS [--service NAME] [--secret NAME] [--test-namespace default]
+//	kubectl webhook-doctor --namespace NS [--service NAME] [--secret NAME] [--configuration NAME]...
+//	                       [--test-namespace default]
 //	                       [--kubeconfig path] [--context name] [-o text|json] [--timeout 2m]
 //	                       [--connect auto|port-forward]
 //
@@ -39,6 +40,7 @@ func main() {
 // flags are the command's settings.
 type flags struct {
 	namespace, service, secret, testNamespace string
+	configurations                            []string
 	plugin.DoctorFlags
 }
 
@@ -49,6 +51,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVarP(&f.namespace, "namespace", "n", "", "Namespace of the webhook Service (required).")
 	fs.StringVar(&f.service, "service", "", "The webhook Service (default: the one Service in --namespace that webhook configurations or CRD conversion webhooks call).")
 	fs.StringVar(&f.secret, "secret", "", "The Secret holding the serving certificate (default: the one Secret the serving container mounts; with none or several the certificate-secret check is skipped).")
+	fs.StringSliceVar(&f.configurations, "configuration", nil, "A Validating- or MutatingWebhookConfiguration the operator's installation makes (repeatable); one not found is T1. Without them a configuration deleted beside another that still calls the Service goes unnoticed.")
 	fs.StringVar(&f.testNamespace, "test-namespace", doctor.DefaultTestNamespace, "Namespace whose namespaceSelector match and dry-runs are checked.")
 	f.Register(fs)
 	fs.Usage = func() {
@@ -84,7 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return plugin.ExitUsage
 	}
 	d, err := doctor.NewWebhookDoctor(cfg, doctor.WebhookOptions{
-		Namespace: f.namespace, Service: f.service, Secret: f.secret, TestNamespace: f.testNamespace, Connect: f.Connect,
+		Namespace: f.namespace, Service: f.service, Secret: f.secret, Configurations: f.configurations,
+		TestNamespace: f.testNamespace, Connect: f.Connect,
 	})
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, command+":", err)

@@ -154,6 +154,7 @@ func (s *session) configurationsCallingService(ctx context.Context) outcome {
 	if err := s.client.List(ctx, &mwcs); err != nil {
 		return failure(title, readError("listing MutatingWebhookConfigurations", err))
 	}
+	missing := s.missingConfigurations(vwcs.Items, mwcs.Items)
 	for i := range vwcs.Items {
 		c := &vwcs.Items[i]
 		c.Webhooks = slices.DeleteFunc(c.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
@@ -177,7 +178,30 @@ func (s *session) configurationsCallingService(ctx context.Context) outcome {
 			fmt.Sprintf("no ValidatingWebhookConfiguration or MutatingWebhookConfiguration has a webhook that calls Service %s", svc),
 			s.fix.reinstall(), "kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations"))
 	}
+	if len(missing) > 0 {
+		return failure(title, documented(t1,
+			fmt.Sprintf("no ValidatingWebhookConfiguration or MutatingWebhookConfiguration named %s, which the operator's installation makes (--configuration)", strings.Join(missing, ", ")),
+			s.fix.reinstall(), "kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations"), s.webhookDetails()...)
+	}
 	return pass(title, s.webhookDetails()...)
+}
+
+// missingConfigurations are the configurations named for any operator that neither list holds.
+func (s *session) missingConfigurations(vwcs []admissionregistrationv1.ValidatingWebhookConfiguration, mwcs []admissionregistrationv1.MutatingWebhookConfiguration) []string {
+	found := map[string]bool{}
+	for _, c := range vwcs {
+		found[c.Name] = true
+	}
+	for _, c := range mwcs {
+		found[c.Name] = true
+	}
+	var missing []string
+	for _, name := range s.configurations {
+		if !found[name] {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }
 
 // calls reports whether a webhook's clientConfig calls the examined Service.

@@ -89,6 +89,9 @@ type facts struct {
 	// webhooks).
 	validating []*admissionregistrationv1.ValidatingWebhookConfiguration
 	mutating   []*admissionregistrationv1.MutatingWebhookConfiguration
+	// configurations are, for any operator, the configurations its installation makes
+	// (WebhookOptions.Configurations): each must exist.
+	configurations []string
 
 	// secretChain is tls.crt of a usable Secret (leaf first).
 	secretChain []*x509.Certificate

@@ -31,6 +31,11 @@ type WebhookOptions struct {
 	// container of the Service's Deployment whose port is the Service's targetPort) mounts;
 	// with none or several the certificate-secret check has nothing to examine.
 	Secret string
+	// Configurations are the Validating- and MutatingWebhookConfigurations the operator's
+	// installation makes. One of them not found is T1: without the names, the doctor sees only
+	// the configurations that exist, and one deleted beside another that still calls the
+	// Service goes unnoticed.
+	Configurations []string
 	// TestNamespace is where the namespaceSelector match and the dry-runs are checked
 	// (default "default").
 	TestNamespace string
@@ -207,7 +212,7 @@ func (s *session) resolve(ctx context.Context, o WebhookOptions) error {
 	if err != nil {
 		return err
 	}
-	s.serviceName, s.secretName = o.Service, o.Secret
+	s.serviceName, s.secretName, s.configurations = o.Service, o.Secret, o.Configurations
 	if s.serviceName == "" {
 		if s.serviceName, err = onlyService(o.Namespace, callers); err != nil {
 			return err

@@ -244,3 +244,31 @@ func TestFixesForAnyOperator(t *testing.T) {
 		}
 	}
 }
+
+// TestNamedConfigurationMissing: with the configurations the installation makes named, one
+// deleted beside another that still calls the Service is T1; without the names it is unseen.
+func TestNamedConfigurationMissing(t *testing.T) {
+	objs := []client.Object{mwcCalling("guard-mutating", guardNS, "guard-webhook"), guardServiceObject(), guardDeployment()}
+	for _, tc := range []struct {
+		name  string
+		named []string
+		pass  bool
+	}{
+		{name: "named: the deleted validating configuration is T1", named: []string{"guard-validating", "guard-mutating"}},
+		{name: "not named: only what exists is seen", pass: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := guardSession(t, objs...)
+			require.NoError(t, s.resolve(context.Background(), WebhookOptions{Namespace: guardNS, Configurations: tc.named}))
+			o := checkConfigurations(context.Background(), s)
+			if tc.pass {
+				assert.True(t, o.ok, o.cause)
+				return
+			}
+			assert.False(t, o.ok)
+			assert.Equal(t, "T1", o.scenario)
+			assert.Contains(t, o.cause, "no ValidatingWebhookConfiguration or MutatingWebhookConfiguration named guard-validating,")
+			assert.NotContains(t, o.cause, "guard-mutating,")
+		})
+	}
+}

@@ -99,6 +99,13 @@ func judgeDown(w probed, s sent, webhooks []target.Webhook) (seen string, ok boo
 	if w.FailurePolicy == admissionregistrationv1.Fail {
 		return "admitted", false
 	}
+	return admittedUnjudged(w, s)
+}
+
+// admittedUnjudged says what s, webhook w's judging probe admitted, shows, and whether it is
+// admitted without w's judgement: a validating webhook's denied probe admitted, a mutating
+// one's probe without its patch.
+func admittedUnjudged(w probed, s sent) (seen string, ok bool) {
 	if w.Mutating {
 		ops, err := w.Probe.ExpectedPatch()
 		if err != nil {

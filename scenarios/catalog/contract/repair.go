@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,10 +214,16 @@ func expectDoctorNames(ctx context.Context, t *testing.T, c *suite.Cluster, it *
 }
 
 // doctorArgs is the generic doctor's command line for target it (dry runs in namespace ns), in
-// the cluster of kubeconfig.
+// the cluster of kubeconfig: its Service, Secret and the configurations its chart renders, so
+// that one of them deleted is named (T1).
 func doctorArgs(kubeconfig string, it *target.Installed, ns string) []string {
-	return []string{"--kubeconfig", kubeconfig, "--namespace", it.Namespace, "--service", it.Served.Service,
+	args := []string{"--kubeconfig", kubeconfig, "--namespace", it.Namespace, "--service", it.Served.Service,
 		"--secret", it.Served.Secret, "--test-namespace", ns, "-o", "json"}
+	validating, mutating := it.Served.Configurations()
+	for _, name := range slices.Concat(validating, mutating) {
+		args = append(args, "--configuration", name)
+	}
+	return args
 }
 
 // webhookRef names one webhook in one configuration.

@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
@@ -123,14 +122,6 @@ func operatorDownIgnore() e2etypes.Feature {
 		Feature()
 }
 
-// resolvesServicePerRequest reports whether the API server of version v resolves a webhook's
-// Service for every call (feature gate WebhookRoundTripLoadBalancing, beta and on by default
-// since v1.37) rather than only when it dials a new connection.
-func resolvesServicePerRequest(v string) bool {
-	parsed, err := version.ParseGeneric(v)
-	return err != nil || parsed.AtLeast(version.MajorMinor(1, 37))
-}
-
 // deletedService is T8: the webhook Service deleted; the API server cannot resolve it.
 func deletedService() e2etypes.Feature {
 	var ns string
@@ -148,7 +139,7 @@ func deletedService() e2etypes.Feature {
 			// The API server resolves the Service from its informer, which learns of the
 			// deletion within moments; when it resolves depends on its version.
 			notFound := quoted(fmt.Sprintf("service %q not found", r.ServiceName()))
-			if !resolvesServicePerRequest(c.KubernetesVersion()) {
+			if !suite.ResolvesWebhookServicePerRequest(c.KubernetesVersion()) {
 				// Before v1.37 the API server resolves the Service only when it dials: the
 				// connections it has open to the Service's address keep carrying calls, admitted,
 				// while they live (the operator's own conversion traffic keeps them from idling

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/jsonlog"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
 func TestOverlayMergesWithoutTouchingItsInputs(t *testing.T) {
@@ -55,8 +56,8 @@ func TestDoctorArgsPortForwardOnlyWithoutTheServiceNetwork(t *testing.T) {
 // T8's expectation follows the API server: v1.37 resolves a webhook's Service on every call.
 func TestResolvesServicePerRequest(t *testing.T) {
 	for v, want := range map[string]bool{"v1.35.4": false, "v1.36.3": false, "v1.37.0": true, "v1.37.2": true, "v1.38.0-alpha.1": true} {
-		if got := resolvesServicePerRequest(v); got != want {
-			t.Errorf("resolvesServicePerRequest(%s) = %v, want %v", v, got, want)
+		if got := suite.ResolvesWebhookServicePerRequest(v); got != want {
+			t.Errorf("ResolvesWebhookServicePerRequest(%s) = %v, want %v", v, got, want)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -109,6 +110,15 @@ func (c *Cluster) Installer() *release.Installer { return c.installer }
 
 // KubernetesVersion is the API server's version, e.g. v1.37.0.
 func (c *Cluster) KubernetesVersion() string { return c.kubernetesVersion }
+
+// ResolvesWebhookServicePerRequest reports whether the API server of version v resolves a
+// webhook's Service for every call (feature gate WebhookRoundTripLoadBalancing, beta and on by
+// default since v1.37) rather than only when it dials a new connection: before, a deleted
+// Service goes on being called over the connections the API server keeps open to its address.
+func ResolvesWebhookServicePerRequest(v string) bool {
+	parsed, err := version.ParseGeneric(v)
+	return err != nil || parsed.AtLeast(version.MajorMinor(1, 37))
+}
 
 // OperatorVersion is the version stamped into the operator this cluster runs: what the
 // mutating webhook writes into nvidia.com/dynamo-operator-origin-version.

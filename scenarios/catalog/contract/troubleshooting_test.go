@@ -1,0 +1,44 @@
+package contract
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/doctor"
+)
+
+func TestJudgeFailedCallRequiresTheSymptomInARefusal(t *testing.T) {
+	_, ok := judgeFailedCall(webhook("v.example.com"), failedCall("v.example.com"), documented, operatorDown)
+	assert.True(t, ok, "no endpoints is what a resolver that picks endpoints says of a Deployment scaled to 0")
+	seen, ok := judgeFailedCall(webhook("v.example.com"), failedCall("v.example.com"), documented, unknownAuthority)
+	assert.False(t, ok)
+	assert.Contains(t, seen, "refused, but without `x509: certificate signed by unknown authority`")
+}
+
+func TestJudgeFailedCallIgnoreAdmittedUnjudgedHolds(t *testing.T) {
+	_, ok := judgeFailedCall(webhook("vi.example.com"), admitted(nil), documented, serviceNotFound("svc"))
+	assert.True(t, ok)
+}
+
+func TestJudgeUnjudgedRefusalOrJudgementFails(t *testing.T) {
+	_, ok := judgeUnjudged(webhook("v.example.com"), sent{err: errors.New(`admission webhook "v.example.com" denied the request: no`)})
+	assert.False(t, ok)
+	_, ok = judgeUnjudged(webhook("mi.example.com"), admitted(map[string]any{"owner": "x"}))
+	assert.False(t, ok, "the patch shows: the webhook was called")
+	_, ok = judgeUnjudged(webhook("mi.example.com"), admitted(nil))
+	assert.True(t, ok)
+}
+
+func TestJudgeDiagnosisWantsTheOneRootCause(t *testing.T) {
+	one := doctor.Report{ExitCode: doctor.ExitUnhealthy, Results: []doctor.Result{
+		{ID: "webhook-service", Status: doctor.StatusFail, Scenario: "T8"},
+		{ID: "admission-dry-run", Status: "consequence"},
+	}}
+	assert.Empty(t, judgeDiagnosis(one, "webhook-service"))
+	assert.Contains(t, judgeDiagnosis(one, "service-endpoints"), "root causes [webhook-service (T8)]")
+	two := doctor.Report{ExitCode: doctor.ExitUnhealthy, Results: append(one.Results, doctor.Result{ID: "ca-bundle", Status: doctor.StatusFail, Scenario: "T3"})}
+	assert.Contains(t, judgeDiagnosis(two, "webhook-service"), "root causes [webhook-service (T8), ca-bundle (T3)]")
+	assert.Contains(t, judgeDiagnosis(doctor.Report{ExitCode: doctor.ExitHealthy}, "webhook-service"), "exit 0")
+}
