@@ -129,6 +129,32 @@ func (k *keptAliveConn) finalResponse(req *http.Request) (*http.Response, error)
 	}
 }
 
+// rolloutService is a Service during a rollout, as its clients meet it: new connections go to
+// the old pod until it is removed from the endpoints, then to the next one; the connections
+// made before stay with the old pod.
+type rolloutService struct {
+	client  *http.Client
+	removed atomic.Bool
+}
+
+// serviceURL is the Service's address; rolloutService's dialer decides which pod answers.
+const serviceURL = "https://webhook-service.test:443/validate"
+
+// newRolloutService keeps up to maxIdle idle connections, each for idleTimeout (the API
+// server's client: 90 s).
+func newRolloutService(old, next *startedServer, maxIdle int, idleTimeout time.Duration) *rolloutService {
+	svc := &rolloutService{}
+	dialer := &net.Dialer{}
+	svc.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: maxIdle, TLSClientConfig: insecureTLS(), IdleConnTimeout: idleTimeout,
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			if svc.removed.Load() {
+				return dialer.DialContext(ctx, network, next.addr.String())
+			}
+			return dialer.DialContext(ctx, network, old.addr.String())
+		}}}
+	return svc
+}
+
 func (s *startedServer) requireStoppedWithin(t *testing.T, d time.Duration, why string) {
 	t.Helper()
 	select {
@@ -216,24 +242,14 @@ func TestServerFailsNoCallOnConnectionsIdleThroughTheDrain(t *testing.T) {
 	var sent, failed atomic.Int64
 	var firstErr atomic.Value
 	for range stops {
-		old, next := startServer(t, drainTimeout), startServer(t, time.Minute)
-		var removed atomic.Bool
-		dialer := &net.Dialer{}
-		transport := &http.Transport{MaxIdleConnsPerHost: callers, TLSClientConfig: insecureTLS(), IdleConnTimeout: 90 * time.Second,
-			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-				if removed.Load() {
-					return dialer.DialContext(ctx, network, next.addr.String())
-				}
-				return dialer.DialContext(ctx, network, old.addr.String())
-			}}
-		client := &http.Client{Transport: transport}
-		const url = "https://webhook-service.test:443/validate"
+		old := startServer(t, drainTimeout)
+		svc := newRolloutService(old, startServer(t, time.Minute), callers, 90*time.Second)
 		burst := func() {
 			var wg sync.WaitGroup
 			for range callers {
 				wg.Go(func() {
 					sent.Add(1)
-					if _, err := postJSON(client, url); err != nil {
+					if _, err := postJSON(svc.client, serviceURL); err != nil {
 						failed.Add(1)
 						firstErr.CompareAndSwap(nil, err.Error())
 					}
@@ -242,14 +258,14 @@ func TestServerFailsNoCallOnConnectionsIdleThroughTheDrain(t *testing.T) {
 			wg.Wait()
 		}
 		burst() // callers connections to the old pod, idle in the pool
-		removed.Store(true)
+		svc.removed.Store(true)
 		old.stop()
 		time.Sleep(drainTimeout - 20*time.Millisecond)
 		for end := time.Now().Add(60 * time.Millisecond); time.Now().Before(end); {
 			burst()
 		}
 		old.requireStoppedWithin(t, 5*time.Second, "the drain timed out")
-		transport.CloseIdleConnections()
+		svc.client.CloseIdleConnections()
 	}
 	assert.Zero(t, failed.Load(), "expected no failed call of %d sent across %d stops; first error: %v", sent.Load(), stops, firstErr.Load())
 }
@@ -298,18 +314,7 @@ func TestServerWithoutDrainStopsAtOnce(t *testing.T) {
 func TestServerFailsNoRequestOfAConnectionKeptAlive(t *testing.T) {
 	old, next := startServer(t, time.Minute), startServer(t, time.Minute)
 
-	// The "Service": new connections go to the old pod until it is removed from the endpoints.
-	var removed atomic.Bool
-	dialer := &net.Dialer{}
-	transport := &http.Transport{MaxIdleConnsPerHost: 8, TLSClientConfig: insecureTLS(), IdleConnTimeout: time.Second,
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			if removed.Load() {
-				return dialer.DialContext(ctx, network, next.addr.String())
-			}
-			return dialer.DialContext(ctx, network, old.addr.String())
-		}}
-	client := &http.Client{Transport: transport}
-	const url = "https://webhook-service.test:443/validate"
+	svc := newRolloutService(old, next, 8, time.Second)
 
 	var sent, failed atomic.Int64
 	var firstErr atomic.Value
@@ -324,7 +329,7 @@ func TestServerFailsNoRequestOfAConnectionKeptAlive(t *testing.T) {
 				default:
 				}
 				sent.Add(1)
-				if _, err := postJSON(client, url); err != nil {
+				if _, err := postJSON(svc.client, serviceURL); err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
 				}
@@ -332,7 +337,7 @@ func TestServerFailsNoRequestOfAConnectionKeptAlive(t *testing.T) {
 		})
 	}
 	time.Sleep(100 * time.Millisecond) // connections to the old pod are open and in use
-	removed.Store(true)                // the pod is terminating: the preStop delay runs
+	svc.removed.Store(true)            // the pod is terminating: the preStop delay runs
 	time.Sleep(100 * time.Millisecond)
 	old.stop() // SIGTERM
 	old.requireStoppedWithin(t, 5*time.Second, "the client's idle connections time out after 1s")
