@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/podstats"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
 )
 
@@ -182,6 +183,14 @@ func TestProcessNode(t *testing.T) {
 		raw, err = c.client.CoreV1().Pods(testNamespace).GetLogs("web", &corev1.PodLogOptions{Container: "podserver", TailLines: &tail}).DoRaw(ctx)
 		require.NoError(t, err, "tailLines=1 logs = %q, %v", raw, err)
 		require.Equal(t, 1, strings.Count(string(raw), "\n"), "tailLines=1 logs = %q, %v", raw, err)
+	})
+
+	t.Run("podstats reads the container's memory through the apiserver's node proxy", func(t *testing.T) {
+		got, err := podstats.Memory(ctx, c.client, web)
+		require.NoError(t, err)
+		require.Len(t, got, 1, "memory by container of pod web = %v, want podserver only", got)
+		// A Go HTTP server has its runtime and heap resident: a few MiB at the least.
+		require.GreaterOrEqual(t, got["podserver"], uint64(1<<20), "working set of web/podserver = %d bytes, want ≥ 1 MiB", got["podserver"])
 	})
 
 	t.Run("a crashing container restarts with back-off", func(t *testing.T) {
