@@ -8,9 +8,13 @@ package podstats
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -44,7 +48,7 @@ func podSummary(ctx context.Context, kube kubernetes.Interface, pod *corev1.Pod)
 		AbsPath("/api/v1/nodes", node, "proxy", "stats", "summary").
 		DoRaw(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("getting the stats summary of node %s (for pod %s/%s) through the API server's node proxy: %w", node, pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("getting the stats summary of node %s (for pod %s/%s) through the API server's node proxy: %w%s", node, pod.Namespace, pod.Name, err, responseDetail(err))
 	}
 	var summary statsv1alpha1.Summary
 	if err := json.Unmarshal(raw, &summary); err != nil {
@@ -57,4 +61,23 @@ func podSummary(ctx context.Context, kube kubernetes.Interface, pod *corev1.Pod)
 		}
 	}
 	return nil, fmt.Errorf("pod %s/%s not in node %s's summary (%d pods listed): a kubelet lists pods with running containers only", pod.Namespace, pod.Name, node, len(summary.Pods))
+}
+
+// responseDetail is the HTTP code and, when the answer was no Status client-go could read,
+// the body: client-go's message alone may only say "unknown reason".
+func responseDetail(err error) string {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return ""
+	}
+	s := status.Status()
+	detail := fmt.Sprintf(" (HTTP %d", s.Code)
+	if s.Details != nil {
+		for _, c := range s.Details.Causes {
+			if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+				detail += ": " + strings.TrimSpace(c.Message)
+			}
+		}
+	}
+	return detail + ")"
 }

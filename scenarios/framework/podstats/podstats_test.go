@@ -83,6 +83,7 @@ func TestMemoryNamesTheNodeWhoseSummaryFailed(t *testing.T) {
 	kube := fakeAPIServer(t, statsv1alpha1.Summary{})
 	_, err := Memory(context.Background(), kube, pod("web", "1", "node-b"))
 	require.ErrorContains(t, err, "getting the stats summary of node node-b (for pod shop/web)")
+	require.ErrorContains(t, err, "HTTP 404: unexpected GET /api/v1/nodes/node-b/proxy/stats/summary", "the error should carry what the server answered")
 }
 
 func TestMemoryOfAnUnscheduledPodSaysSo(t *testing.T) {
