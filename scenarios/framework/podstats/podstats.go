@@ -3,6 +3,10 @@
 // fetched through the API server's node proxy. On kind the real kubelet answers from its
 // cgroups; on the local provider the process node answers from /proc (see procnode's
 // CONTRACT.md for how its numbers differ). Scenarios never ask which one it is.
+//
+// The API server's node proxy refuses nodes whose address is loopback ("address not
+// allowed"): until the process node advertises another address, Memory fails on the local
+// provider with that answer in its error.
 package podstats
 
 import (
