@@ -187,9 +187,9 @@ func TestProcessNode(t *testing.T) {
 	})
 
 	t.Run("the kubelet API's stats summary has the container's memory", func(t *testing.T) {
-		// Straight to the node, with the client certificate the apiserver uses: the apiserver's
-		// node proxy (what podstats goes through) refuses nodes whose address is loopback
-		// ("address not allowed"), and this node's is 127.0.0.1 (see CONTRACT.md).
+		// Straight to the node, with the client certificate the apiserver uses, as the local
+		// provider's NodeStats does: the apiserver's node proxy refuses nodes whose address is
+		// loopback ("address not allowed"), and this node's is 127.0.0.1 (see CONTRACT.md).
 		cert, err := tls.LoadX509KeyPair(filepath.Join(c.tmp, "apiserver-certs", "kubelet-client.crt"), filepath.Join(c.tmp, "apiserver-certs", "kubelet-client.key"))
 		require.NoError(t, err)
 		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}} //nolint:gosec // G402: as the apiserver, which has no --kubelet-certificate-authority
