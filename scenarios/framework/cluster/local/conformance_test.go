@@ -97,8 +97,8 @@ func TestConformance(t *testing.T) {
 			// A Go HTTPS server has its runtime and heap resident: a few MiB at the least.
 			require.GreaterOrEqual(t, mem["server"], uint64(1<<20), "working set of container server of pod %s/%s = %d bytes, want ≥ 1 MiB (all containers: %v)", pod.Namespace, pod.Name, mem["server"], mem)
 
-			_, err = provider.NodeStats(ctx, "no-such-node")
-			require.ErrorContains(t, err, "node no-such-node is not in local cluster "+clusterName, "NodeStats of a node the cluster does not have")
+			other, err := provider.NodeStats(ctx, "no-such-node")
+			require.ErrorContains(t, err, "node no-such-node is not in local cluster "+clusterName, "NodeStats of a node the cluster does not have answered %+v", other)
 			return ctx
 		}).
 		Assess("a Secret update reaches the mounted files atomically", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
