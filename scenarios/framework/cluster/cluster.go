@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"sigs.k8s.io/e2e-framework/support"
 )
 
@@ -113,6 +114,9 @@ type Backend interface {
 	DialPod(ctx context.Context, pod *corev1.Pod, port int32) (net.Conn, error)
 	// Container does action to a container of a running pod, or says why it cannot.
 	Container(ctx context.Context, pod *corev1.Pod, container string, action ContainerAction) error
+	// NodeStats is the kubelet Summary API (GET /stats/summary) of node, as the provider
+	// reaches that node's kubelet, or says why it cannot.
+	NodeStats(ctx context.Context, node string) (*statsv1alpha1.Summary, error)
 	// Destroy deletes what the provider made for the suite and checks nothing is left.
 	Destroy(ctx context.Context) error
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -27,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
@@ -182,6 +184,30 @@ func TestProcessNode(t *testing.T) {
 		raw, err = c.client.CoreV1().Pods(testNamespace).GetLogs("web", &corev1.PodLogOptions{Container: "podserver", TailLines: &tail}).DoRaw(ctx)
 		require.NoError(t, err, "tailLines=1 logs = %q, %v", raw, err)
 		require.Equal(t, 1, strings.Count(string(raw), "\n"), "tailLines=1 logs = %q, %v", raw, err)
+	})
+
+	t.Run("the kubelet API's stats summary has the container's memory", func(t *testing.T) {
+		// Straight to the node, with the client certificate the apiserver uses, as the local
+		// provider's NodeStats does: the apiserver's node proxy refuses nodes whose address is
+		// loopback ("address not allowed"), and this node's is 127.0.0.1 (see CONTRACT.md).
+		cert, err := tls.LoadX509KeyPair(filepath.Join(c.tmp, "apiserver-certs", "kubelet-client.crt"), filepath.Join(c.tmp, "apiserver-certs", "kubelet-client.key"))
+		require.NoError(t, err)
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}} //nolint:gosec // G402: as the apiserver, which has no --kubelet-certificate-authority
+		resp, err := client.Get(c.kubeletURL + "/stats/summary")
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "GET /stats/summary")
+		var summary statsv1alpha1.Summary
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&summary))
+		var mem *uint64
+		for _, p := range summary.Pods {
+			if p.PodRef.Namespace == testNamespace && p.PodRef.Name == "web" && len(p.Containers) == 1 && p.Containers[0].Memory != nil {
+				mem = p.Containers[0].Memory.WorkingSetBytes
+			}
+		}
+		require.NotNil(t, mem, "no workingSetBytes of web's container in the summary: %+v", summary.Pods)
+		// A Go HTTP server has its runtime and heap resident: a few MiB at the least.
+		require.GreaterOrEqual(t, *mem, uint64(1<<20), "working set of web/podserver = %d bytes, want ≥ 1 MiB", *mem)
 	})
 
 	t.Run("a crashing container restarts with back-off", func(t *testing.T) {

@@ -39,6 +39,9 @@ type podWorker struct {
 	stopping bool
 	inbox    []any
 	kick     chan struct{}
+	// running is the pod's containers as the kubelet API's stats see them: published by
+	// the worker's goroutine at the end of each sync, read by the API's handlers under mu.
+	running *runningPod
 
 	pod        *corev1.Pod
 	dir        string
@@ -139,6 +142,7 @@ func (w *podWorker) sync() (done bool) {
 	gone, stopping, inbox := w.gone, w.stopping, w.inbox
 	w.inbox = nil
 	w.mu.Unlock()
+	defer w.publishRunning()
 	ctx := context.Background()
 	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(w.pod))
 

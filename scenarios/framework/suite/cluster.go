@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/podstats"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 )
 
@@ -149,6 +150,20 @@ func (c *Cluster) Container(ctx context.Context, pod *corev1.Pod, container stri
 // addresses (directly, from a node, or through a port-forward).
 func (c *Cluster) DialPod(ctx context.Context, pod *corev1.Pod, port int32) (net.Conn, error) {
 	return c.backend.DialPod(ctx, pod, port)
+}
+
+// PodMemory returns the working-set bytes of each running container of pod, by container
+// name, as the kubelet of the pod's node reports them now, however the provider reaches that
+// kubelet (through the API server's node proxy, or directly).
+func (c *Cluster) PodMemory(ctx context.Context, pod *corev1.Pod) (map[string]uint64, error) {
+	if pod.Spec.NodeName == "" {
+		return nil, fmt.Errorf("reading the memory of pod %s/%s: it is not scheduled to a node, no kubelet to ask", pod.Namespace, pod.Name)
+	}
+	summary, err := c.backend.NodeStats(ctx, pod.Spec.NodeName)
+	if err != nil {
+		return nil, fmt.Errorf("reading the memory of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return podstats.ContainerMemory(summary, pod)
 }
 
 // ServedCertificates connects to Service ns/name on port the way the API server does (TLS,

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/certmanager"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
@@ -199,6 +200,12 @@ func (b *backend) Container(ctx context.Context, pod *corev1.Pod, container stri
 		return nil
 	}
 	return err
+}
+
+// NodeStats goes through the API server's node proxy, the only way to a node's kubelet from
+// outside the cluster.
+func (b *backend) NodeStats(ctx context.Context, node string) (*statsv1alpha1.Summary, error) {
+	return cluster.NodeStatsThroughAPIServer(ctx, b.kube, node)
 }
 
 // Destroy removes everything the suite installed; the cluster stays.

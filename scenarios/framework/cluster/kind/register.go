@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/certmanager"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
@@ -169,6 +170,16 @@ func (b backend) DialPod(ctx context.Context, pod *corev1.Pod, port int32) (net.
 
 func (b backend) Container(ctx context.Context, pod *corev1.Pod, container string, action cluster.ContainerAction) error {
 	return b.p.Container(ctx, pod, container, action)
+}
+
+// NodeStats goes through the API server's node proxy: it reaches the nodes' kubelets at
+// their container addresses.
+func (b backend) NodeStats(ctx context.Context, node string) (*statsv1alpha1.Summary, error) {
+	kube, err := kubernetes.NewForConfig(b.p.KubernetesRestConfig())
+	if err != nil {
+		return nil, fmt.Errorf("building a Kubernetes client for kind cluster %s: %w", b.p.name, err)
+	}
+	return cluster.NodeStatsThroughAPIServer(ctx, kube, node)
 }
 
 func (b backend) Destroy(ctx context.Context) error { return b.p.Destroy(ctx) }

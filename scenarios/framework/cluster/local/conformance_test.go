@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/podstats"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,6 +84,21 @@ func TestConformance(t *testing.T) {
 			for _, want := range []string{"gauntlet-testserver starting pod=" + pod.Name, "request POST /validate"} {
 				assert.Contains(t, out, want, "kubectl logs output lacks %q:\n%s", want, out)
 			}
+			return ctx
+		}).
+		Assess("the node's stats summary has the pod's container memory, read without the API server's node proxy", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// The node proxy answers "400 address not allowed" for this node (InternalIP
+			// 127.0.0.1): NodeStats, what suite.Cluster.PodMemory asks, must go around it.
+			pod := waitSinglePodReady(ctx, t, kubeClient(t, cfg), w, "")
+			summary, err := provider.NodeStats(ctx, pod.Spec.NodeName)
+			require.NoError(t, err, "NodeStats of node %s", pod.Spec.NodeName)
+			mem, err := podstats.ContainerMemory(summary, pod)
+			require.NoError(t, err)
+			// A Go HTTPS server has its runtime and heap resident: a few MiB at the least.
+			require.GreaterOrEqual(t, mem["server"], uint64(1<<20), "working set of container server of pod %s/%s = %d bytes, want ≥ 1 MiB (all containers: %v)", pod.Namespace, pod.Name, mem["server"], mem)
+
+			other, err := provider.NodeStats(ctx, "no-such-node")
+			require.ErrorContains(t, err, "node no-such-node is not in local cluster "+clusterName, "NodeStats of a node the cluster does not have answered %+v", other)
 			return ctx
 		}).
 		Assess("a Secret update reaches the mounted files atomically", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

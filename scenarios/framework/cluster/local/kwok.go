@@ -104,8 +104,8 @@ func renderKwokConfig(cfg *Config, l layout) ([]byte, error) {
 				{Key: "service-cluster-ip-range", Value: cfg.ServiceCIDR},
 				{Key: "advertise-address", Value: "127.0.0.1"},
 				{Key: "endpoint-reconciler-type", Value: "none"},
-				{Key: "kubelet-client-certificate", Value: filepath.Join(l.pki(), "admin.crt")},
-				{Key: "kubelet-client-key", Value: filepath.Join(l.pki(), "admin.key")},
+				{Key: "kubelet-client-certificate", Value: l.kubeletClientCert()},
+				{Key: "kubelet-client-key", Value: l.kubeletClientKey()},
 			}},
 			{Name: "kube-controller-manager", ExtraArgs: []kwokArg{
 				{Key: "service-cluster-ip-range", Value: cfg.ServiceCIDR},

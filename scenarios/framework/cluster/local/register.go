@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/procnode"
@@ -133,6 +134,11 @@ func (b backend) DialPod(ctx context.Context, pod *corev1.Pod, port int32) (net.
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port))))
+}
+
+// NodeStats asks the process node's kubelet API itself (Provider.NodeStats).
+func (b backend) NodeStats(ctx context.Context, node string) (*statsv1alpha1.Summary, error) {
+	return b.p.NodeStats(ctx, node)
 }
 
 // processContainerPrefix is how the process node reports a container: a host process leading

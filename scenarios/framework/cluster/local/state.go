@@ -34,6 +34,17 @@ func (l layout) nodeState() string   { return filepath.Join(l.dir, "node") }
 func (l layout) logs() string        { return filepath.Join(l.dir, "logs") }
 func (l layout) pids() string        { return filepath.Join(l.dir, "pids") }
 
+// kubeletClientCert and kubeletClientKey are what kube-apiserver authenticates to the node's
+// kubelet API with (the admin certificate, which the node checks against the cluster's CA).
+func (l layout) kubeletClientCert() string { return filepath.Join(l.pki(), "admin.crt") }
+func (l layout) kubeletClientKey() string  { return filepath.Join(l.pki(), "admin.key") }
+
+// kubeletServingCert is the self-signed certificate the node serves its kubelet API with
+// (procnode's CONTRACT.md, "State dir layout"), rewritten at each start of the node.
+func (l layout) kubeletServingCert() string {
+	return filepath.Join(l.nodeState(), "kubelet", "tls.crt")
+}
+
 // existingConfigs reads the configuration of every cluster under StateRoot, so that a new
 // cluster's derived ports and ranges avoid theirs.
 func existingConfigs() ([]*Config, error) {
