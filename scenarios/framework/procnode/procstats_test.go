@@ -35,7 +35,7 @@ func TestMemoryHogHelper(t *testing.T) {
 	for i := 0; i < len(buf); i += 4096 {
 		buf[i] = 1 // an untouched page is not resident
 	}
-	require.NoError(t, os.WriteFile(ready, []byte("ready"), 0o600))
+	require.NoError(t, os.WriteFile(ready, []byte("ready"), 0o600)) //nolint:gosec // G703: the file the parent test names in its own temp directory
 	time.Sleep(time.Minute)
 	runtime.KeepAlive(buf)
 }
