@@ -55,7 +55,7 @@ func hostileInput() e2etypes.Feature {
 			suite.Note(ctx, t, "paths", pathNames(paths))
 			var wrong []string
 			for _, in := range hostileInputs() {
-				suite.Note(ctx, t, in.name, outcomes(seen, in.name, len(paths), len(routes)))
+				suite.Note(ctx, t, in.name, outcomes(seen, in.name, paths, len(routes)))
 			}
 			for _, s := range seen {
 				if w := s.judge(); w != "" {
@@ -522,42 +522,83 @@ func (s hostileSeen) outcome() string {
 	return out
 }
 
-// outcomes is what input got on every path and route, for the report: each outcome once,
-// with the slowest answer and where it was seen ("every path and route" when everywhere).
-func outcomes(seen []hostileSeen, input string, paths, routes int) []string {
+// outcomes is what input got on every path and route, for the report: each outcome once, with
+// the slowest answer and where it was seen — "every path and route", "every admission path on
+// every route", paths seen on every route, then each path and route left.
+func outcomes(seen []hostileSeen, input string, paths []hostilePath, routes int) []string {
 	type group struct {
-		where   []string
+		routes  map[string][]string // path ("" for a silent connection) → routes
 		slowest time.Duration
 	}
 	groups := map[string]*group{}
-	var order []string
-	total := 0
 	for _, s := range seen {
 		if s.input.name != input {
 			continue
 		}
-		total++
 		o := s.outcome()
 		g := groups[o]
 		if g == nil {
-			g = &group{}
+			g = &group{routes: map[string][]string{}}
 			groups[o] = g
-			order = append(order, o)
 		}
-		g.where = append(g.where, s.where())
+		path := ""
+		if s.path != nil {
+			path = s.path.path
+		}
+		g.routes[path] = append(g.routes[path], s.route)
 		g.slowest = max(g.slowest, s.a.Took)
 	}
-	slices.Sort(order)
 	var out []string
-	for _, o := range order {
-		g := groups[o]
-		where := strings.Join(g.where, "; ")
-		if len(g.where) == total && total > 1 {
-			where = "every path and route"
-		}
-		out = append(out, fmt.Sprintf("%s (slowest %s): %s", o, g.slowest.Round(10*time.Millisecond), where))
+	for o, g := range groups {
+		out = append(out, fmt.Sprintf("%s (slowest %s): %s", o, g.slowest.Round(10*time.Millisecond), where(g.routes, paths, routes)))
 	}
+	slices.Sort(out)
 	return out
+}
+
+// where says where an outcome was seen, given the routes it was seen on by path.
+func where(byPath map[string][]string, paths []hostilePath, routes int) string {
+	if rs, ok := byPath[""]; ok { // a silent connection: per route
+		if len(rs) == routes {
+			return "every route"
+		}
+		return strings.Join(rs, "; ")
+	}
+	everyRoute := map[string]bool{}
+	for p, rs := range byPath {
+		everyRoute[p] = len(rs) == routes
+	}
+	var admission, conversion, full, rest []string
+	for _, p := range paths {
+		switch {
+		case p.conversion:
+			conversion = append(conversion, p.path)
+		default:
+			admission = append(admission, p.path)
+		}
+		if everyRoute[p.path] {
+			full = append(full, p.path)
+		} else {
+			for _, r := range byPath[p.path] {
+				rest = append(rest, p.path+" "+r)
+			}
+		}
+	}
+	all := func(of []string) bool {
+		return len(of) > 0 && !slices.ContainsFunc(of, func(p string) bool { return !everyRoute[p] })
+	}
+	var parts []string
+	switch {
+	case len(full) == len(paths):
+		return "every path and route"
+	case all(admission) && len(full) == len(admission):
+		parts = append(parts, "every admission path on every route")
+	case all(conversion) && len(full) == len(conversion):
+		parts = append(parts, "every conversion path on every route")
+	case len(full) > 0:
+		parts = append(parts, strings.Join(full, ", ")+" on every route")
+	}
+	return strings.Join(append(parts, rest...), "; ")
 }
 
 // podRun is one pod of the Deployment as it runs: its name and each container's restartCount.

@@ -64,14 +64,34 @@ func TestAWellFormedReviewAdmittedMustShowItsJudgement(t *testing.T) {
 
 func TestOutcomesGroupWhatEachRouteAndPathSaw(t *testing.T) {
 	refused := rawhttp.Answer{Status: http.StatusOK, Body: `{"response":{"allowed":false,"status":{"code":400}}}`, Took: 20 * time.Millisecond}
+	paths := []hostilePath{*admissionPath, *conversionPath}
 	seen := []hostileSeen{
-		{input: garbage, path: admissionPath, route: "A", a: refused},
-		{input: garbage, path: admissionPath, route: "B", a: refused},
-		{input: textPlain, path: admissionPath, route: "A", a: rawhttp.Answer{Status: 415, Closed: true}},
-		{input: textPlain, path: admissionPath, route: "B", a: rawhttp.Answer{Err: errors.New("read: connection reset by peer")}},
+		{input: garbage, path: &paths[0], route: "A", a: refused},
+		{input: garbage, path: &paths[0], route: "B", a: refused},
+		{input: garbage, path: &paths[1], route: "A", a: rawhttp.Answer{Status: 400}},
+		{input: garbage, path: &paths[1], route: "B", a: rawhttp.Answer{Status: 400}},
+		{input: textPlain, path: &paths[0], route: "A", a: rawhttp.Answer{Status: 415, Closed: true}},
+		{input: textPlain, path: &paths[0], route: "B", a: rawhttp.Answer{Err: errors.New("read: connection reset by peer")}},
+		{input: textPlain, path: &paths[1], route: "A", a: rawhttp.Answer{Status: 415, Closed: true}},
+		{input: textPlain, path: &paths[1], route: "B", a: rawhttp.Answer{Status: 415, Closed: true}},
 	}
-	assert.Equal(t, []string{"HTTP 200, AdmissionReview allowed: false (code 400) (slowest 20ms): every path and route"}, outcomes(seen, garbage.name, 1, 2))
-	assert.Equal(t, []string{"HTTP 415, closed (slowest 0s): /validate A", "reset without an answer (slowest 0s): /validate B"}, outcomes(seen, textPlain.name, 1, 2))
+	assert.Equal(t, []string{
+		"HTTP 200, AdmissionReview allowed: false (code 400) (slowest 20ms): every admission path on every route",
+		"HTTP 400 (slowest 0s): every conversion path on every route",
+	}, outcomes(seen, garbage.name, paths, 2))
+	assert.Equal(t, []string{
+		"HTTP 415, closed (slowest 0s): every conversion path on every route; /validate A",
+		"reset without an answer (slowest 0s): /validate B",
+	}, outcomes(seen, textPlain.name, paths, 2))
+	everywhere := []hostileSeen{{input: garbage, path: &paths[0], route: "A"}, {input: garbage, path: &paths[1], route: "A"}}
+	assert.Equal(t, []string{"closed without an answer (slowest 0s): every path and route"}, outcomes(withErr(everywhere), garbage.name, paths, 1))
+}
+
+func withErr(seen []hostileSeen) []hostileSeen {
+	for i := range seen {
+		seen[i].a.Err = errors.New("EOF")
+	}
+	return seen
 }
 
 func TestReplacedOrRestartedNamesGoneNewAndRestartedPods(t *testing.T) {
