@@ -25,7 +25,7 @@ import (
 // Features are the W checks, in catalog order but for W15, which runs before W4's restarts
 // replace the pods that made or loaded the first serving certificate.
 func Features() []e2etypes.Feature {
-	return []e2etypes.Feature{install(), servingCertificate(), probes(), noPrivateKeyInLogs(), firstAdmission(), restartKeepsCertificate(), secretDeleted(), caBundleEmptied(), rotationUnderLoad(), restartsUnderLoad(), tlsPolicy(), failurePolicyWhileDown(), gracefulStop(), everyReplicaServes(), troubleshootingSymptoms()}
+	return []e2etypes.Feature{install(), servingCertificate(), probes(), noPrivateKeyInLogs(), firstAdmission(), restartKeepsCertificate(), secretDeleted(), caBundleEmptied(), rotationUnderLoad(), restartsUnderLoad(), hostileInput(), tlsPolicy(), failurePolicyWhileDown(), gracefulStop(), everyReplicaServes(), troubleshootingSymptoms()}
 }
 
 // answerTimeout bounds the wait for a webhook to judge its probes after the install: a policy

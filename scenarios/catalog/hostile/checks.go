@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/rawhttp"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -50,30 +51,30 @@ func runChecks(ctx context.Context, t *testing.T, key string, parallel int, chec
 
 // onWebhook sends req to the webhook server by route r (TLS as the API server speaks it) and
 // judges the answer with judge; wait bounds the wait for an answer.
-func (e *env) onWebhook(r route, req request, wait time.Duration, judge func(answer) string) check {
+func (e *env) onWebhook(r route, req rawhttp.Request, wait time.Duration, judge func(rawhttp.Answer) string) check {
 	return check{run: func(ctx context.Context) error {
 		conn, err := e.dialTLS(ctx, r)
 		if err != nil {
-			return fmt.Errorf("%s to %s %s: connecting: %w", req.what, req.path, r.name, err)
+			return fmt.Errorf("%s to %s %s: connecting: %w", req.What, req.Path, r.name, err)
 		}
-		a := exchange(ctx, conn, req, wait)
+		a := rawhttp.Exchange(ctx, conn, req, wait)
 		if want := judge(a); want != "" {
-			return fmt.Errorf("expected %s for %s (%s %s) %s; saw %s", want, req.what, req.method, req.path, r.name, a)
+			return fmt.Errorf("expected %s for %s (%s %s) %s; saw %s", want, req.What, req.Method, req.Path, r.name, a)
 		}
 		return nil
 	}}
 }
 
 // onHealth is onWebhook for the probe port (plain HTTP, directly to the pod).
-func (e *env) onHealth(req request, wait time.Duration, judge func(answer) string) check {
+func (e *env) onHealth(req rawhttp.Request, wait time.Duration, judge func(rawhttp.Answer) string) check {
 	return check{run: func(ctx context.Context) error {
 		conn, err := e.dialHealth(ctx)
 		if err != nil {
-			return fmt.Errorf("%s to %s %s: connecting: %w", req.what, req.path, e.healthRoute(), err)
+			return fmt.Errorf("%s to %s %s: connecting: %w", req.What, req.Path, e.healthRoute(), err)
 		}
-		a := exchange(ctx, conn, req, wait)
+		a := rawhttp.Exchange(ctx, conn, req, wait)
 		if want := judge(a); want != "" {
-			return fmt.Errorf("expected %s for %s (%s %s) %s; saw %s", want, req.what, req.method, req.path, e.healthRoute(), a)
+			return fmt.Errorf("expected %s for %s (%s %s) %s; saw %s", want, req.What, req.Method, req.Path, e.healthRoute(), a)
 		}
 		return nil
 	}}
@@ -83,16 +84,16 @@ func (e *env) onHealth(req request, wait time.Duration, judge func(answer) strin
 
 // plain expects HTTP status with a body containing message, within bound, and — for a refusal
 // — the connection closed.
-func plain(status int, message string, bound time.Duration, closed bool) func(answer) string {
-	return func(a answer) string {
+func plain(status int, message string, bound time.Duration, closed bool) func(rawhttp.Answer) string {
+	return func(a rawhttp.Answer) string {
 		want := fmt.Sprintf("HTTP %d with %q within %s", status, message, bound)
 		if closed {
 			want += ", the connection closed"
 		}
 		switch {
-		case a.err != nil, a.status != status, !strings.Contains(a.body, message), a.took > bound:
+		case a.Err != nil, a.Status != status, !strings.Contains(a.Body, message), a.Took > bound:
 			return want
-		case closed && !a.closed:
+		case closed && !a.Closed:
 			return want + " (it was left open)"
 		}
 		return ""
@@ -101,10 +102,10 @@ func plain(status int, message string, bound time.Duration, closed bool) func(an
 
 // inReview expects what the admission paths answer a request they refuse: 200 with an
 // AdmissionReview whose response denies it with code and a message containing message.
-func inReview(code int32, message string, bound time.Duration) func(answer) string {
-	return func(a answer) string {
+func inReview(code int32, message string, bound time.Duration) func(rawhttp.Answer) string {
+	return func(a rawhttp.Answer) string {
 		want := fmt.Sprintf("HTTP 200 with an AdmissionReview denying it with code %d and %q within %s", code, message, bound)
-		if a.err != nil || a.status != http.StatusOK || a.took > bound {
+		if a.Err != nil || a.Status != http.StatusOK || a.Took > bound {
 			return want
 		}
 		var review struct {
@@ -116,7 +117,7 @@ func inReview(code int32, message string, bound time.Duration) func(answer) stri
 				} `json:"status"`
 			} `json:"response"`
 		}
-		if err := json.Unmarshal([]byte(a.body), &review); err != nil || review.Response == nil || review.Response.Status == nil {
+		if err := json.Unmarshal([]byte(a.Body), &review); err != nil || review.Response == nil || review.Response.Status == nil {
 			return want
 		}
 		if review.Response.Allowed || review.Response.Status.Code != code || !strings.Contains(review.Response.Status.Message, message) {
@@ -128,10 +129,10 @@ func inReview(code int32, message string, bound time.Duration) func(answer) stri
 
 // conversionFailure expects 200 with a ConversionReview whose result is a Failure naming
 // message.
-func conversionFailure(message string, bound time.Duration) func(answer) string {
-	return func(a answer) string {
+func conversionFailure(message string, bound time.Duration) func(rawhttp.Answer) string {
+	return func(a rawhttp.Answer) string {
 		want := fmt.Sprintf("HTTP 200 with a ConversionReview whose result is a Failure with %q within %s", message, bound)
-		if a.err != nil || a.status != http.StatusOK || a.took > bound {
+		if a.Err != nil || a.Status != http.StatusOK || a.Took > bound {
 			return want
 		}
 		var review struct {
@@ -142,7 +143,7 @@ func conversionFailure(message string, bound time.Duration) func(answer) string 
 				} `json:"result"`
 			} `json:"response"`
 		}
-		if err := json.Unmarshal([]byte(a.body), &review); err != nil || review.Response == nil ||
+		if err := json.Unmarshal([]byte(a.Body), &review); err != nil || review.Response == nil ||
 			review.Response.Result.Status != "Failure" || !strings.Contains(review.Response.Result.Message, message) {
 			return want
 		}
@@ -152,7 +153,7 @@ func conversionFailure(message string, bound time.Duration) func(answer) string 
 
 // refusal is what a webhook path answers a body it cannot use: on an admission path inside a
 // review (code, message), on the conversion path as HTTP code with convertMessage.
-func refusal(p webhookPath, code int32, message, convertMessage string, bound time.Duration) func(answer) string {
+func refusal(p webhookPath, code int32, message, convertMessage string, bound time.Duration) func(rawhttp.Answer) string {
 	if p.admission {
 		return inReview(code, message, bound)
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/rawhttp"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -35,10 +36,10 @@ func hugeBodies() types.Feature {
 				}
 				for _, r := range w.routes {
 					for _, chunked := range []bool{false, true} {
-						req := request{method: http.MethodPost, path: p.path, contentType: "application/json", length: hugeBody,
-							body: streamedBody(hugeBody, p.reviewStart(), reviewEnd), what: "a " + sizeName(hugeBody) + " body (Content-Length)"}
+						req := rawhttp.Request{Method: http.MethodPost, Path: p.path, ContentType: "application/json", Length: hugeBody,
+							Body: rawhttp.Streamed(hugeBody, p.reviewStart(), reviewEnd), What: "a " + rawhttp.SizeName(hugeBody) + " body (Content-Length)"}
 						if chunked {
-							req.length, req.chunked, req.what = -1, true, "a "+sizeName(hugeBody)+" body (chunked, no length)"
+							req.Length, req.Chunked, req.What = -1, true, "a "+rawhttp.SizeName(hugeBody)+" body (chunked, no length)"
 						}
 						checks = append(checks, w.withRSS(w.onWebhook(r, req, hugeWait, judge)))
 					}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/rawhttp"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -57,21 +58,21 @@ func malformedBodies() types.Feature {
 				nestedArray := strings.Repeat("[", nestingDepth) + strings.Repeat("]", nestingDepth)
 				for _, r := range w.routes {
 					checks = append(checks,
-						w.onWebhook(r, send(http.MethodPost, p.path, "application/json", nil, "an empty body"), answerBound,
+						w.onWebhook(r, rawhttp.Send(http.MethodPost, p.path, "application/json", nil, "an empty body"), answerBound,
 							refusal(p, http.StatusBadRequest, "request body is empty", "request body is empty", answerBound)),
-						w.onWebhook(r, send(http.MethodPost, p.path, "application/json", []byte("  \n\t "), "a body of whitespace"), answerBound,
+						w.onWebhook(r, rawhttp.Send(http.MethodPost, p.path, "application/json", []byte("  \n\t "), "a body of whitespace"), answerBound,
 							refusal(p, http.StatusBadRequest, "request body is empty", "request body is empty", answerBound)),
-						w.onWebhook(r, send(http.MethodPost, p.path, "application/json", valid[:len(valid)/2], "a truncated review"), answerBound,
+						w.onWebhook(r, rawhttp.Send(http.MethodPost, p.path, "application/json", valid[:len(valid)/2], "a truncated review"), answerBound,
 							refusal(p, http.StatusBadRequest, "decoding the AdmissionReview: unexpected end of JSON input", "decoding the ConversionReview: unexpected end of JSON input", answerBound)),
 						w.onWebhook(r, shortOnTheWire(p.path, valid), answerBound,
 							refusal(p, http.StatusBadRequest, "unexpected EOF", "reading the request body: unexpected EOF", answerBound)),
-						w.onWebhook(r, send(http.MethodPost, p.path, "application/json", []byte("\x00\xff{not json at all"), "binary garbage"), answerBound,
+						w.onWebhook(r, rawhttp.Send(http.MethodPost, p.path, "application/json", []byte("\x00\xff{not json at all"), "binary garbage"), answerBound,
 							refusal(p, http.StatusBadRequest, "decoding the AdmissionReview: invalid character", "decoding the ConversionReview: invalid character", answerBound)),
-						w.onWebhook(r, send(http.MethodPost, p.path, "application/json", []byte(`[{"kind":"AdmissionReview"}]`), "a JSON array"), answerBound,
+						w.onWebhook(r, rawhttp.Send(http.MethodPost, p.path, "application/json", []byte(`[{"kind":"AdmissionReview"}]`), "a JSON array"), answerBound,
 							refusal(p, http.StatusBadRequest, "decoding the AdmissionReview: expected a JSON object, got array", "decoding the ConversionReview: expected a JSON object, got array", answerBound)),
-						w.onWebhook(r, send(http.MethodPost, p.path, "application/json", []byte(nestedObject), "a review with an object nested 100,000 deep"), answerBound,
+						w.onWebhook(r, rawhttp.Send(http.MethodPost, p.path, "application/json", []byte(nestedObject), "a review with an object nested 100,000 deep"), answerBound,
 							refusal(p, http.StatusBadRequest, "exceeded max depth", "exceeded max depth", answerBound)),
-						w.onWebhook(r, send(http.MethodPost, p.path, "application/json", []byte(nestedArray), "an array nested 100,000 deep"), answerBound,
+						w.onWebhook(r, rawhttp.Send(http.MethodPost, p.path, "application/json", []byte(nestedArray), "an array nested 100,000 deep"), answerBound,
 							refusal(p, http.StatusBadRequest, "exceeded max depth", "exceeded max depth", answerBound)),
 					)
 				}
@@ -85,10 +86,10 @@ func malformedBodies() types.Feature {
 
 // shortOnTheWire declares body's length but sends only its first half, then half-closes the
 // connection (TLS close_notify): the server's read of the body ends early.
-func shortOnTheWire(path string, body []byte) request {
-	return request{method: http.MethodPost, path: path, contentType: "application/json", length: int64(len(body)),
-		what: "a body shorter than its Content-Length, then the end of the stream",
-		body: func(w io.Writer) error {
+func shortOnTheWire(path string, body []byte) rawhttp.Request {
+	return rawhttp.Request{Method: http.MethodPost, Path: path, ContentType: "application/json", Length: int64(len(body)),
+		What: "a body shorter than its Content-Length, then the end of the stream",
+		Body: func(w io.Writer) error {
 			if _, err := w.Write(body[:len(body)/2]); err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/rawhttp"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -27,9 +28,9 @@ func wrongMethodsAndTypes() types.Feature {
 				valid := p.validBody()
 				for _, r := range w.routes {
 					for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodPatch} {
-						req := send(m, p.path, "application/json", valid, m+" of a valid review")
+						req := rawhttp.Send(m, p.path, "application/json", valid, m+" of a valid review")
 						if m == http.MethodGet {
-							req = request{method: m, path: p.path, length: -1, what: "GET without a body"}
+							req = rawhttp.Request{Method: m, Path: p.path, Length: -1, What: "GET without a body"}
 						}
 						checks = append(checks, w.onWebhook(r, req, answerBound,
 							allowPOST(plain(http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed: %s accepts POST", m, p.path), answerBound, true))))
@@ -39,14 +40,14 @@ func wrongMethodsAndTypes() types.Feature {
 						if ct == "" {
 							what = "a valid review without a Content-Type"
 						}
-						checks = append(checks, w.onWebhook(r, send(http.MethodPost, p.path, ct, valid, what), answerBound,
+						checks = append(checks, w.onWebhook(r, rawhttp.Send(http.MethodPost, p.path, ct, valid, what), answerBound,
 							plain(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q not supported: %s accepts application/json", ct, p.path), answerBound, true)))
 					}
 				}
 			}
 			for _, r := range w.routes {
 				for _, path := range append([]string{"/", "/validate", "/mutate-nvidia-com-v1alpha1-dynamographdeployment/x", "/metrics", "/debug/pprof/"}, w.probePaths...) {
-					checks = append(checks, w.onWebhook(r, request{method: http.MethodGet, path: path, length: -1, what: "a path the webhook server does not serve"}, answerBound,
+					checks = append(checks, w.onWebhook(r, rawhttp.Request{Method: http.MethodGet, Path: path, Length: -1, What: "a path the webhook server does not serve"}, answerBound,
 						plain(http.StatusNotFound, "404 page not found", answerBound, false)))
 				}
 				checks = append(checks, w.onWebhook(r, hugeHeaders(w.webhookPaths[0].path), answerBound,
@@ -60,12 +61,12 @@ func wrongMethodsAndTypes() types.Feature {
 }
 
 // allowPOST adds to judge that a 405 names POST in its Allow header.
-func allowPOST(judge func(answer) string) func(answer) string {
-	return func(a answer) string {
+func allowPOST(judge func(rawhttp.Answer) string) func(rawhttp.Answer) string {
+	return func(a rawhttp.Answer) string {
 		if want := judge(a); want != "" {
 			return want
 		}
-		if got := a.header.Get("Allow"); got != http.MethodPost {
+		if got := a.Header.Get("Allow"); got != http.MethodPost {
 			return fmt.Sprintf("an Allow: POST header (saw %q)", got)
 		}
 		return ""
@@ -73,8 +74,8 @@ func allowPOST(judge func(answer) string) func(answer) string {
 }
 
 // hugeHeaders is a request whose headers are 2 MiB, twice the servers' limit (1 MiB).
-func hugeHeaders(path string) request {
+func hugeHeaders(path string) rawhttp.Request {
 	value := strings.Repeat("h", 64<<10)
-	return request{method: http.MethodPost, path: path, length: 0, what: "2 MiB of headers", contentType: "application/json",
-		headers: strings.Repeat("X-Padding: "+value+"\r\n", 32)}
+	return rawhttp.Request{Method: http.MethodPost, Path: path, Length: 0, What: "2 MiB of headers", ContentType: "application/json",
+		Headers: strings.Repeat("X-Padding: "+value+"\r\n", 32)}
 }

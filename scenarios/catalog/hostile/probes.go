@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/rawhttp"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -24,19 +25,19 @@ func probePaths() types.Feature {
 			ok := plain(http.StatusOK, "ok", answerBound, false)
 			for _, p := range w.probePaths {
 				checks = append(checks,
-					w.onHealth(request{method: http.MethodGet, path: p, length: -1, what: "the kubelet's GET"}, answerBound, ok),
-					w.onHealth(send(http.MethodPost, p, "application/json", []byte(admissionReviewStart+`u"}}`), "a POST of a review"), answerBound, ok),
-					w.onHealth(send(http.MethodPut, p, "text/plain", []byte("x"), "a PUT"), answerBound, ok),
-					w.onHealth(send(http.MethodDelete, p, "", nil, "a DELETE"), answerBound, ok),
-					w.onHealth(send(http.MethodPost, p, "application/json", []byte("{"), "a truncated body"), answerBound, ok),
-					w.onHealth(request{method: http.MethodPost, path: p, contentType: "application/json", length: hugeBody,
-						body: streamedBody(hugeBody, admissionReviewStart, reviewEnd), what: "a " + sizeName(hugeBody) + " body (Content-Length)"},
+					w.onHealth(rawhttp.Request{Method: http.MethodGet, Path: p, Length: -1, What: "the kubelet's GET"}, answerBound, ok),
+					w.onHealth(rawhttp.Send(http.MethodPost, p, "application/json", []byte(admissionReviewStart+`u"}}`), "a POST of a review"), answerBound, ok),
+					w.onHealth(rawhttp.Send(http.MethodPut, p, "text/plain", []byte("x"), "a PUT"), answerBound, ok),
+					w.onHealth(rawhttp.Send(http.MethodDelete, p, "", nil, "a DELETE"), answerBound, ok),
+					w.onHealth(rawhttp.Send(http.MethodPost, p, "application/json", []byte("{"), "a truncated body"), answerBound, ok),
+					w.onHealth(rawhttp.Request{Method: http.MethodPost, Path: p, ContentType: "application/json", Length: hugeBody,
+						Body: rawhttp.Streamed(hugeBody, admissionReviewStart, reviewEnd), What: "a " + rawhttp.SizeName(hugeBody) + " body (Content-Length)"},
 						hugeWait, plain(http.StatusOK, "ok", answerBound, true)),
-					w.onHealth(request{method: http.MethodPost, path: p, contentType: "application/json", length: -1, chunked: true,
-						body: streamedBody(hugeBody, admissionReviewStart, reviewEnd), what: "a " + sizeName(hugeBody) + " body (chunked)"},
+					w.onHealth(rawhttp.Request{Method: http.MethodPost, Path: p, ContentType: "application/json", Length: -1, Chunked: true,
+						Body: rawhttp.Streamed(hugeBody, admissionReviewStart, reviewEnd), What: "a " + rawhttp.SizeName(hugeBody) + " body (chunked)"},
 						hugeWait, plain(http.StatusOK, "ok", answerBound, true)),
 					w.onHealth(hugeHeaders(p), answerBound, plain(http.StatusRequestHeaderFieldsTooLarge, "431 Request Header Fields Too Large", answerBound, true)),
-					w.onHealth(request{method: "GET /x", path: p, length: -1, what: "a garbled request line"}, answerBound,
+					w.onHealth(rawhttp.Request{Method: "GET /x", Path: p, Length: -1, What: "a garbled request line"}, answerBound,
 						plain(http.StatusBadRequest, "400 Bad Request", answerBound, true)),
 				)
 			}

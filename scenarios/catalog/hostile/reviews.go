@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/rawhttp"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -23,7 +24,7 @@ func wrongReviews() types.Feature {
 			for _, p := range w.webhookPaths {
 				for _, r := range w.routes {
 					for _, c := range wrongReviewCases(p) {
-						checks = append(checks, w.onWebhook(r, send(http.MethodPost, p.path, "application/json", []byte(c.body), c.what), answerBound, c.judge))
+						checks = append(checks, w.onWebhook(r, rawhttp.Send(http.MethodPost, p.path, "application/json", []byte(c.body), c.what), answerBound, c.judge))
 					}
 				}
 			}
@@ -36,7 +37,7 @@ func wrongReviews() types.Feature {
 
 type reviewCase struct {
 	what, body string
-	judge      func(answer) string
+	judge      func(rawhttp.Answer) string
 }
 
 func wrongReviewCases(p webhookPath) []reviewCase {

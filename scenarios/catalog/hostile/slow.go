@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/rawhttp"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -79,7 +80,7 @@ func (e *env) silent(name string, dial func(context.Context) (net.Conn, error), 
 		_ = conn.SetReadDeadline(start.Add(slowWait))
 		_, err = io.Copy(io.Discard, conn)
 		took := time.Since(start).Round(100 * time.Millisecond)
-		if isTimeout(err) || took > bound {
+		if rawhttp.IsTimeout(err) || took > bound {
 			return fmt.Errorf("expected a connection that sends nothing %s to be closed within %s; it was still open after %s", name, bound, took)
 		}
 		return nil
@@ -87,17 +88,17 @@ func (e *env) silent(name string, dial func(context.Context) (net.Conn, error), 
 }
 
 // slowHeaders is a request whose headers never end: a header line every slowHeaderEvery.
-func slowHeaders(path string) request {
-	return request{method: http.MethodPost, path: path, slowHeaders: true, length: -1,
-		what: fmt.Sprintf("headers that never end (a line every %s)", slowHeaderEvery)}
+func slowHeaders(path string) rawhttp.Request {
+	return rawhttp.Request{Method: http.MethodPost, Path: path, SlowHeaders: slowHeaderEvery, Length: -1,
+		What: fmt.Sprintf("headers that never end (a line every %s)", slowHeaderEvery)}
 }
 
 // slowBody is a request with its headers at once and its body (start, then spaces) a byte
 // every slowByteEvery.
-func slowBody(path, start string) request {
-	return request{method: http.MethodPost, path: path, contentType: "application/json", length: slowBodyLength,
-		what: fmt.Sprintf("a %d-byte body sent a byte every %s", slowBodyLength, slowByteEvery),
-		body: func(w io.Writer) error {
+func slowBody(path, start string) rawhttp.Request {
+	return rawhttp.Request{Method: http.MethodPost, Path: path, ContentType: "application/json", Length: slowBodyLength,
+		What: fmt.Sprintf("a %d-byte body sent a byte every %s", slowBodyLength, slowByteEvery),
+		Body: func(w io.Writer) error {
 			for i := range slowBodyLength {
 				b := byte(' ')
 				if i < len(start) {
@@ -114,13 +115,13 @@ func slowBody(path, start string) request {
 
 // cutOff expects the server to end a slow client within bound: the connection closed, or an
 // answer after which it is closed.
-func cutOff(bound time.Duration) func(answer) string {
-	return func(a answer) string {
+func cutOff(bound time.Duration) func(rawhttp.Answer) string {
+	return func(a rawhttp.Answer) string {
 		want := fmt.Sprintf("the connection cut off within %s", bound)
 		switch {
-		case a.took > bound:
+		case a.Took > bound:
 			return want
-		case a.err == nil && !a.closed:
+		case a.Err == nil && !a.Closed:
 			return want + " (it was answered and left open)"
 		}
 		return ""

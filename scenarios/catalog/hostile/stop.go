@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/rawhttp"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
@@ -67,7 +68,7 @@ func answeredAcrossDrain(ctx context.Context, t *testing.T, e *env) {
 	direct := e.routes[0]
 	pod := e.pod
 	body := p.validBody()
-	whole := send(http.MethodPost, p.path, "application/json", body, "a "+p.path+" review")
+	whole := rawhttp.Send(http.MethodPost, p.path, "application/json", body, "a "+p.path+" review")
 
 	conn, err := e.dialTLS(ctx, direct)
 	expect.NoError(t, err, "connecting %s", direct.name)
@@ -77,8 +78,8 @@ func answeredAcrossDrain(ctx context.Context, t *testing.T, e *env) {
 	br := bufio.NewReader(conn)
 	_ = conn.SetDeadline(time.Now().Add(answerBound))
 	first := roundTrip(conn, br, whole)
-	if first.err != nil || first.status != http.StatusOK || first.closed {
-		expect.Fatalf(t, "expected %s %s to be answered with HTTP 200 on a connection kept open, before the pod stops; saw %s", whole.what, direct.name, first)
+	if first.Err != nil || first.Status != http.StatusOK || first.Closed {
+		expect.Fatalf(t, "expected %s %s to be answered with HTTP 200 on a connection kept open, before the pod stops; saw %s", whole.What, direct.name, first)
 	}
 
 	logs := followDrain(ctx, e.c, pod)
@@ -89,45 +90,45 @@ func answeredAcrossDrain(ctx context.Context, t *testing.T, e *env) {
 
 	_ = conn.SetDeadline(time.Time{})
 	half := len(body) / 2
-	arriving := request{method: http.MethodPost, path: p.path, contentType: "application/json", length: int64(len(body)),
-		body: bytesBody(body[:half]), what: fmt.Sprintf("%s whose body stopped after %d of %d bytes", whole.what, half, len(body))}
-	if err := writeRequest(conn, arriving); err != nil {
-		expect.Fatalf(t, "expected the connection %s to stay open while the pod drains; writing %s: %v (the pod logged %s)", direct.name, arriving.what, err, begun)
+	arriving := rawhttp.Request{Method: http.MethodPost, Path: p.path, ContentType: "application/json", Length: int64(len(body)),
+		Body: rawhttp.Bytes(body[:half]), What: fmt.Sprintf("%s whose body stopped after %d of %d bytes", whole.What, half, len(body))}
+	if err := rawhttp.WriteRequest(conn, arriving); err != nil {
+		expect.Fatalf(t, "expected the connection %s to stay open while the pod drains; writing %s: %v (the pod logged %s)", direct.name, arriving.What, err, begun)
 	}
 	if line, ok := logs.seen(drainTimedOutLine); ok {
-		expect.Fatalf(t, "could not arrange H8: the drain had already timed out when %s was sent (%s after the pod's deletion; the pod logged %s); the log reached this machine too late", arriving.what, time.Since(deleted).Round(time.Millisecond), line)
+		expect.Fatalf(t, "could not arrange H8: the drain had already timed out when %s was sent (%s after the pod's deletion; the pod logged %s); the log reached this machine too late", arriving.What, time.Since(deleted).Round(time.Millisecond), line)
 	}
-	timedOut := logs.await(t, drainTimedOutLine, "while "+arriving.what+" was in progress")
+	timedOut := logs.await(t, drainTimedOutLine, "while "+arriving.What+" was in progress")
 	suite.Note(ctx, t, "secondsFromDeletionToDrainTimeout", time.Since(deleted).Round(100*time.Millisecond).Seconds())
 
 	_ = conn.SetDeadline(time.Now().Add(bodyTimeout))
 	start := time.Now()
-	var a answer
+	var a rawhttp.Answer
 	if _, err := conn.Write(body[half:]); err != nil {
-		a = answer{took: time.Since(start), err: fmt.Errorf("writing the rest of the body: %w", err)}
+		a = rawhttp.Answer{Took: time.Since(start), Err: fmt.Errorf("writing the rest of the body: %w", err)}
 	} else {
-		a = readAnswer(conn, br, start, bodyTimeout)
+		a = rawhttp.ReadAnswer(conn, br, start, bodyTimeout)
 	}
 	want := "HTTP 200 with the AdmissionReview's answer (its uid) and `Connection: close`"
 	if got := judgeReviewAnswer(a, body); got != "" {
 		expect.Errorf(t, "expected %s, still arriving when the drain timed out, to be answered %s with %s: a connection in use is served to its end; saw %s (%s). The pod logged %s",
-			arriving.what, direct.name, want, a, got, timedOut)
+			arriving.What, direct.name, want, a, got, timedOut)
 	}
 }
 
 // roundTrip writes req on conn and reads its answer from br, conn's reader.
-func roundTrip(conn net.Conn, br *bufio.Reader, req request) answer {
+func roundTrip(conn net.Conn, br *bufio.Reader, req rawhttp.Request) rawhttp.Answer {
 	start := time.Now()
-	if err := writeRequest(conn, req); err != nil {
-		return answer{took: time.Since(start), err: err}
+	if err := rawhttp.WriteRequest(conn, req); err != nil {
+		return rawhttp.Answer{Took: time.Since(start), Err: err}
 	}
-	return readAnswer(conn, br, start, answerBound)
+	return rawhttp.ReadAnswer(conn, br, start, answerBound)
 }
 
 // judgeReviewAnswer says what is wrong with a, the answer to the admission review body ("" if
 // nothing): HTTP 200, an AdmissionReview answering the request's uid, and the connection
 // closed after it (`Connection: close`).
-func judgeReviewAnswer(a answer, body []byte) string {
+func judgeReviewAnswer(a rawhttp.Answer, body []byte) string {
 	var req struct {
 		Request struct {
 			UID string `json:"uid"`
@@ -141,16 +142,16 @@ func judgeReviewAnswer(a answer, body []byte) string {
 		} `json:"response"`
 	}
 	switch {
-	case a.err != nil:
+	case a.Err != nil:
 		return "the connection ended under the request"
-	case a.status != http.StatusOK:
-		return fmt.Sprintf("HTTP %d", a.status)
-	case json.Unmarshal([]byte(a.body), &got) != nil || got.Kind != "AdmissionReview" || got.Response == nil:
+	case a.Status != http.StatusOK:
+		return fmt.Sprintf("HTTP %d", a.Status)
+	case json.Unmarshal([]byte(a.Body), &got) != nil || got.Kind != "AdmissionReview" || got.Response == nil:
 		return "not an AdmissionReview with a response"
 	case got.Response.UID != req.Request.UID:
 		return fmt.Sprintf("the answer is for uid %q, the request's is %q", got.Response.UID, req.Request.UID)
-	case !a.closed:
-		return fmt.Sprintf("the connection left open (Connection: %q)", a.header.Get("Connection"))
+	case !a.Closed:
+		return fmt.Sprintf("the connection left open (Connection: %q)", a.Header.Get("Connection"))
 	}
 	return ""
 }

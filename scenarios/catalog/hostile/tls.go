@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/rawhttp"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -89,8 +90,8 @@ func (e *env) plainHTTP(r route) check {
 		if err != nil {
 			return fmt.Errorf("plain HTTP %s: connecting: %w", r.name, err)
 		}
-		req := request{method: http.MethodPost, path: "/", length: 0, what: "plain HTTP to the TLS port"}
-		a := exchange(ctx, conn, req, answerBound)
+		req := rawhttp.Request{Method: http.MethodPost, Path: "/", Length: 0, What: "plain HTTP to the TLS port"}
+		a := rawhttp.Exchange(ctx, conn, req, answerBound)
 		if want := plain(http.StatusBadRequest, "Client sent an HTTP request to an HTTPS server", answerBound, false)(a); want != "" {
 			return fmt.Errorf("expected %s for plain HTTP %s; saw %s", want, r.name, a)
 		}
@@ -105,9 +106,9 @@ func (e *env) garbageHello(r route) check {
 		if err != nil {
 			return fmt.Errorf("garbage instead of a ClientHello %s: connecting: %w", r.name, err)
 		}
-		req := request{method: "\x16\x03\x01\x00\x05\x01\x00\x00\x01\xff", path: "\x00", length: -1, what: "garbage instead of a ClientHello"}
-		a := exchange(ctx, conn, req, answerBound+time.Second)
-		if a.err == nil || a.took > answerBound {
+		req := rawhttp.Request{Method: "\x16\x03\x01\x00\x05\x01\x00\x00\x01\xff", Path: "\x00", Length: -1, What: "garbage instead of a ClientHello"}
+		a := rawhttp.Exchange(ctx, conn, req, answerBound+time.Second)
+		if a.Err == nil || a.Took > answerBound {
 			return fmt.Errorf("expected the connection closed within %s after garbage instead of a ClientHello %s; saw %s", answerBound, r.name, a)
 		}
 		return nil
