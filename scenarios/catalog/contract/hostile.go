@@ -37,11 +37,12 @@ import (
 // is ever admitted — a malformed request answered 2xx with an AdmissionReview allowing it is a
 // webhook failing open (a ConversionReview converted, on a conversion path). What each answers
 // is noted per input, path and route. Afterwards no pod of the Deployment was replaced or
-// restarted, and every webhook still judges its probe (as W1).
+// restarted, the serving container's memory (the kubelet's working set) rose no more than
+// memoryHeadroom, and every webhook still judges its probe (as W1).
 func hostileInput() e2etypes.Feature {
 	var ns string
 	var before map[types.UID]podRun
-	return features.New("hostile input to every webhook path, through the Service and at every serving pod, is answered or closed in time and never admitted; no pod restarts").
+	return features.New("hostile input to every webhook path, through the Service and at every serving pod, is answered or closed in time and never admitted; no pod restarts, memory stays bounded").
 		WithLabel(suite.LabelScenario, "W10").
 		Setup(suite.NamespaceSetup(&ns, "w10")).
 		Assess("every hostile input to every webhook path, on every route, gets an answer or a close within its bound and is never admitted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -49,9 +50,20 @@ func hostileInput() e2etypes.Feature {
 			before = podRuns(ctx, t, c, it)
 			paths := hostilePaths(ctx, t, c, it, ns)
 			routes := tlsRoutes(ctx, t, c, it)
+			pods := readyPods(ctx, t, c, it, 1)
+			memory, err := watchMemory(ctx, c, pods, it.Served.Container)
+			expect.NoError(t, err, "reading the working set of container %s of every Ready pod from the kubelet (W10's memory bound)", it.Served.Container)
 			start := time.Now()
 			seen := sendHostile(ctx, paths, routes)
 			suite.Note(ctx, t, "seconds", time.Since(start).Round(100*time.Millisecond).Seconds())
+			memory.finish(ctx, c, pods)
+			suite.Note(ctx, t, "memory", memory.report())
+			if over := memory.overBound(); len(over) > 0 {
+				expect.Errorf(t, "expected the serving container's working set to stay within %d MiB of its level before the hostile input; saw:\n  %s", memoryHeadroom>>20, strings.Join(over, "\n  "))
+			}
+			if len(memory.failures) > 0 {
+				expect.Errorf(t, "expected the kubelet to report the serving container's memory throughout the hostile input; reading it failed: %s", strings.Join(memory.failures, "; "))
+			}
 			suite.Note(ctx, t, "paths", pathNames(paths))
 			var wrong []string
 			for _, in := range hostileInputs() {
