@@ -91,18 +91,7 @@ func hostileInput() e2etypes.Feature {
 			}
 			deadline := time.Now().Add(heldTimeout)
 			expectAnswers(ctx, t, c, it, ns, deadline)
-			judged, _ := probedWebhooks(it)
-			pods := readyPods(ctx, t, c, it, 1)
-			for _, w := range judged {
-				roots := webhookRoots(ctx, t, c, w.Webhook)
-				for i := range pods {
-					expect.Eventually(ctx, t, fmt.Sprintf("pod %s to judge webhook %s's probe sent to it directly after the hostile input", pods[i].Name, w.Name), until(deadline),
-						func(ctx context.Context) (bool, string, error) {
-							seen := judgeDirect(ctx, c, it, &pods[i], w, ns, roots)
-							return seen == "", seen, nil
-						})
-				}
-			}
+			expectEveryPodJudges(ctx, t, c, it, readyPods(ctx, t, c, it, 1), ns, deadline, " after the hostile input")
 			return ctx
 		}).Feature()
 }

@@ -49,17 +49,7 @@ func install() e2etypes.Feature {
 			start := time.Now()
 			deadline := start.Add(answerTimeout)
 			pods := readyPods(ctx, t, c, it, int(it.Served.Replicas))
-			judged, _ := probedWebhooks(it)
-			for _, w := range judged {
-				roots := webhookRoots(ctx, t, c, w.Webhook)
-				for i := range pods {
-					expect.Eventually(ctx, t, fmt.Sprintf("pod %s to judge webhook %s's probe sent to it directly", pods[i].Name, w.Name), until(deadline),
-						func(ctx context.Context) (bool, string, error) {
-							seen := judgeDirect(ctx, c, it, &pods[i], w, ns, roots)
-							return seen == "", seen, nil
-						})
-				}
-			}
+			expectEveryPodJudges(ctx, t, c, it, pods, ns, deadline, "")
 			suite.Note(ctx, t, "every replica judging", fmt.Sprintf("%d replicas, %s after every webhook answered through the API server", len(pods), time.Since(start).Round(time.Second)))
 			return ctx
 		}).Feature()

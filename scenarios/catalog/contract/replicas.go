@@ -169,6 +169,23 @@ func webhookRoots(ctx context.Context, t *testing.T, c *suite.Cluster, w target.
 	return roots
 }
 
+// expectEveryPodJudges waits until deadline for each of pods to judge every judged webhook's
+// probe sent to it directly (judgeDirect); when names the moment ("after the hostile input").
+func expectEveryPodJudges(ctx context.Context, t *testing.T, c *suite.Cluster, it *target.Installed, pods []corev1.Pod, ns string, deadline time.Time, when string) {
+	t.Helper()
+	judged, _ := probedWebhooks(it)
+	for _, w := range judged {
+		roots := webhookRoots(ctx, t, c, w.Webhook)
+		for i := range pods {
+			expect.Eventually(ctx, t, fmt.Sprintf("pod %s to judge webhook %s's probe sent to it directly%s", pods[i].Name, w.Name, when), until(deadline),
+				func(ctx context.Context) (bool, string, error) {
+					seen := judgeDirect(ctx, c, it, &pods[i], w, ns, roots)
+					return seen == "", seen, nil
+				})
+		}
+	}
+}
+
 // judgeDirect sends webhook w's judging probe to pod as the API server would (an
 // AdmissionReview over TLS trusting roots, for the Service's name) and says how the answer
 // fails to judge it, or "" (judgeAnswer).
