@@ -321,13 +321,6 @@ type hostileSeen struct {
 	connect error
 }
 
-func (s hostileSeen) where() string {
-	if s.path == nil {
-		return s.route
-	}
-	return s.path.path + " " + s.route
-}
-
 // sendHostile sends every input to every path on every route: the stalls at once (each waits
 // out the server), the others quickAtOnce and the huge bodies hugeAtOnce at a time per route.
 func sendHostile(ctx context.Context, paths []hostilePath, routes []tlsRoute) []hostileSeen {
