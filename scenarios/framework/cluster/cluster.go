@@ -140,6 +140,10 @@ type Provider struct {
 	// OperatorCoverage says Start honours Request.CoverDir: the operator's processes write
 	// their coverage counters on this host.
 	OperatorCoverage bool
+	// KeepsPodLogs says the cluster's exported logs hold every container run of every pod it
+	// ran, deleted pods' included; without it the suite records the logs it needs as they are
+	// written (a kubelet deletes a pod's logs with the pod).
+	KeepsPodLogs bool
 	// HostPreparation, when set, lists the workspace's scripts (a path below the workspace,
 	// then its arguments) that prepare this host for the provider's clusters of the Kubernetes
 	// version in K8S_VERSION, beyond the control-plane binaries every provider's run builds.

@@ -40,7 +40,9 @@ import (
 //	cert-manager.yaml          Issuers, ClusterIssuers, Certificates, CertificateRequests (status included)
 //
 // The provider's own logs (control plane, node agent, cert-manager processes) go once per
-// suite to artifacts/cluster/.
+// suite to artifacts/cluster/; on a provider whose exported logs lose deleted pods' (kind,
+// existing), artifacts/cluster/pod-logs/ holds every container run of the operator's,
+// cert-manager's and the target's pods, recorded while the suite ran (PodLogsDir).
 
 // logSelector picks the pods whose logs explain webhook and certificate failures: the
 // operator's and cert-manager's (when it runs as pods).

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/report"
@@ -103,6 +104,8 @@ type Suite struct {
 	creation *creation
 	// stress are the --stress workers, nil without them.
 	stress *stress
+	// stopRecordingPodLogs ends the recording of pod logs (recordPodLogs), nil when none runs.
+	stopRecordingPodLogs func()
 
 	mu sync.Mutex
 }
@@ -188,6 +191,9 @@ func (s *Suite) Run(m *testing.M) int {
 	}
 	// The cluster's logs are exported on every run, green or red: the key-material check
 	// below must see every log the operator wrote, not only those of failures.
+	if s.stopRecordingPodLogs != nil {
+		s.stopRecordingPodLogs()
+	}
 	s.exportClusterLogs()
 	s.checkNoPrivateKeys()
 	// S1 was the last check; writing the report and deleting the cluster need no contention.
@@ -314,6 +320,14 @@ func (s *Suite) setupCluster(ctx context.Context, cfg *envconf.Config) (context.
 	}
 	s.recorder.SetKubernetesVersion(c.KubernetesVersion())
 	cfg.WithKubeconfigFile(c.KubeconfigPath())
+	if p, err := cluster.Lookup(s.opts.provider); err == nil && !p.KeepsPodLogs {
+		targetNamespace := ""
+		if s.target != nil {
+			targetNamespace = s.target.Chart.Namespace
+		}
+		s.stopRecordingPodLogs = recordPodLogs(c.Kube(), filepath.Join(s.artifactsDir(ClusterArtifacts), PodLogsDir),
+			logsWorthRecording(targetNamespace), s.progress.printf)
+	}
 	if reused {
 		if err := s.progress.step("Cleaning the kept cluster (releases, Dynamo CRDs, suite namespaces)", func() error { return s.clean(ctx) }); err != nil {
 			s.setupErr = err
