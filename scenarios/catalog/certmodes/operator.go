@@ -127,31 +127,19 @@ func expectAdmission(ctx context.Context, t *testing.T, c *suite.Cluster, r *cha
 	expect.NoError(t, release.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission %s", when)
 }
 
-// releaseDuration reads a Go duration from the release's chart values (path of keys), or def
-// when the release leaves it at the chart's default.
-func releaseDuration(t *testing.T, r *chart.Release, def time.Duration, path ...string) time.Duration {
-	t.Helper()
-	var cur any = r.Values
-	for _, key := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return def
-		}
-		if cur, ok = m[key]; !ok {
-			return def
-		}
-	}
-	s, ok := cur.(string)
-	if !ok || s == "" {
-		return def
-	}
-	d, err := time.ParseDuration(s)
-	expect.NoError(t, err, "%s: chart value %s=%q", r, strings.Join(path, "."), s)
-	return d
-}
-
 // checkInterval is webhook.checkInterval: how often the operator re-checks its certificates.
 func checkInterval(t *testing.T, r *chart.Release) time.Duration {
 	t.Helper()
-	return releaseDuration(t, r, 30*time.Second, "webhook", "checkInterval")
+	d, err := r.CheckInterval()
+	expect.NoError(t, err, "reading the release's check interval")
+	return d
+}
+
+// certificateLookAhead is webhook.certificateValidity.lookAhead: how long before expiry the
+// operator replaces a certificate.
+func certificateLookAhead(t *testing.T, r *chart.Release) time.Duration {
+	t.Helper()
+	d, err := r.CertificateLookAhead()
+	expect.NoError(t, err, "reading the release's certificate look-ahead")
+	return d
 }

@@ -88,7 +88,7 @@ func unusableSecretRegenerated() types.Feature {
 	for _, bad := range unusableSecrets {
 		f = f.Assess("startup with "+bad.name+" regenerates", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
-			lookAhead := releaseDuration(t, r, 2160*time.Hour, "webhook", "certificateValidity", "lookAhead")
+			lookAhead := certificateLookAhead(t, r)
 			planted, err := bad.make(r.ServiceHost(), lookAhead)
 			expect.NoError(t, err, "making %s", bad.name)
 
@@ -139,7 +139,7 @@ func expectRegenerated(ctx context.Context, t *testing.T, c *suite.Cluster, r *c
 	if _, err := after.Leaf.Verify(x509.VerifyOptions{DNSName: r.ServiceHost(), Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 		expect.Errorf(t, "regenerated serving certificate: expected it to verify for %s against the new ca.crt, saw %v", r.ServiceHost(), err)
 	}
-	lookAhead := releaseDuration(t, r, 2160*time.Hour, "webhook", "certificateValidity", "lookAhead")
+	lookAhead := certificateLookAhead(t, r)
 	for _, cert := range []*x509.Certificate{after.Leaf, after.CA} {
 		if left := time.Until(cert.NotAfter); left <= lookAhead {
 			expect.Errorf(t, "regenerated certificate %s: expected it to outlive the look-ahead of %s, saw it expire in %s", pki.Describe(cert), lookAhead, left.Round(time.Minute))

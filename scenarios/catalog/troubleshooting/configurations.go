@@ -282,8 +282,8 @@ func foreignCABundle() e2etypes.Feature {
 		}).
 		Assess("fix (automatic): the operator re-injects the Secret's CA within its check interval", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
-			interval, err := checkInterval(ctx, c, r)
-			expect.NoError(t, err, "reading the operator's check interval")
+			interval, err := r.CheckInterval()
+			expect.NoError(t, err, "reading the release's check interval")
 			ca, err := secretCA(ctx, c, r)
 			expect.NoError(t, err, "reading the serving CA")
 			// One interval for the periodic check to come round, one more for its retry

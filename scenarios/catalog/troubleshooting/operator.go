@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -162,27 +160,6 @@ func (l podLogs) find(match func(logEntry) bool) []logEntry {
 // object ns/name.
 func admissionLine(msg, ns, name string) func(logEntry) bool {
 	return func(e logEntry) bool { return e.Msg == msg && e.Namespace == ns && e.Name == name }
-}
-
-// checkInterval is the operator's --cert-check-interval, read from its Deployment: how often
-// the automatic-mode cert-controller re-checks the caBundles on its own.
-func checkInterval(ctx context.Context, c *suite.Cluster, r *chart.Release) (time.Duration, error) {
-	d, err := c.Kube().AppsV1().Deployments(r.Namespace).Get(ctx, r.DeploymentName(), metav1.GetOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("getting Deployment %s/%s: %w", r.Namespace, r.DeploymentName(), err)
-	}
-	for _, ctr := range d.Spec.Template.Spec.Containers {
-		for _, a := range ctr.Args {
-			if v, ok := strings.CutPrefix(a, "--cert-check-interval="); ok {
-				iv, err := time.ParseDuration(v)
-				if err != nil {
-					return 0, fmt.Errorf("parsing %s of Deployment %s/%s: %w", a, r.Namespace, r.DeploymentName(), err)
-				}
-				return iv, nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("no --cert-check-interval argument in Deployment %s/%s", r.Namespace, r.DeploymentName())
 }
 
 // serviceAccount is the operator pods' ServiceAccount.

@@ -167,37 +167,44 @@ func (r *Release) DefaultDGDRImage(operatorVersion string) string {
 }
 
 // CertificateValidity is the lifetime automatic mode gives the CA and the serving certificate:
-// webhook.certificateValidity.{ca,server}, by default 87600h (ten years) each, as documented.
+// webhook.certificateValidity.{ca,server}, the release's values, else the chart's defaults.
 func (r *Release) CertificateValidity() (ca, server time.Duration, err error) {
-	parse := func(key string) (time.Duration, error) {
-		s, ok := lookupString(r.Values, "webhook", "certificateValidity", key)
-		if !ok || s == "" {
-			return 87600 * time.Hour, nil
-		}
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return 0, fmt.Errorf("%s: webhook.certificateValidity.%s=%q: %w", r, key, s, err)
-		}
-		return d, nil
-	}
-	if ca, err = parse("ca"); err != nil {
+	if ca, err = r.duration("webhook", "certificateValidity", "ca"); err != nil {
 		return 0, 0, err
 	}
-	server, err = parse("server")
+	server, err = r.duration("webhook", "certificateValidity", "server")
 	return ca, server, err
+}
+
+// CertificateLookAhead is webhook.certificateValidity.lookAhead, how long before a
+// certificate's expiry automatic mode replaces it: the release's value, else the chart's default.
+func (r *Release) CertificateLookAhead() (time.Duration, error) {
+	return r.duration("webhook", "certificateValidity", "lookAhead")
+}
+
+// CheckInterval is webhook.checkInterval, how often automatic mode's cert-controller re-checks
+// the Secret and every caBundle on its own (the operator's --cert-check-interval): the
+// release's value, else the chart's default.
+func (r *Release) CheckInterval() (time.Duration, error) {
+	return r.duration("webhook", "checkInterval")
 }
 
 // CAPropagation is webhook.caPropagation, how long automatic mode keeps a new CA in every
 // caBundle before it stores and serves a certificate it signed: the release's value, else the
 // chart's default from its values.yaml.
 func (r *Release) CAPropagation() (time.Duration, error) {
-	v, err := r.valueOrChartDefault("webhook", "caPropagation")
+	return r.duration("webhook", "caPropagation")
+}
+
+// duration is the Go duration at path: the release's value, else the chart's values.yaml's.
+func (r *Release) duration(path ...string) (time.Duration, error) {
+	v, err := r.valueOrChartDefault(path...)
 	if err != nil {
 		return 0, err
 	}
 	d, err := time.ParseDuration(fmt.Sprint(v))
 	if err != nil {
-		return 0, fmt.Errorf("%s: webhook.caPropagation=%v: %w", r, v, err)
+		return 0, fmt.Errorf("%s: %s=%v: %w", r, strings.Join(path, "."), v, err)
 	}
 	return d, nil
 }

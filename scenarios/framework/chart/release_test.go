@@ -2,8 +2,11 @@ package chart_test
 
 import (
 	"encoding/base64"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -160,4 +163,44 @@ func TestLogLevelIsTheReleasesElseTheCharts(t *testing.T) {
 	got, err = (&chart.Release{}).LogLevel()
 	require.NoError(t, err)
 	assert.Equal(t, "info", got, "the chart's default (values.yaml)")
+}
+
+// The operator settings a scenario waits on come from one reader each: the release's value,
+// else the chart's values.yaml, and what the reader says is what the rendered Deployment runs.
+func TestReleaseSettingsAreWhatTheOperatorRuns(t *testing.T) {
+	for _, r := range []*chart.Release{
+		{},
+		{Values: map[string]any{"webhook": map[string]any{
+			"checkInterval": "7s", "caPropagation": "2s",
+			"certificateValidity": map[string]any{"ca": "48h", "server": "24h", "lookAhead": "12h"},
+		}}},
+	} {
+		t.Run(fmt.Sprint(r.Values), func(t *testing.T) {
+			args := operatorArgs(t, renderAsDefaultRelease(t, r))
+			for _, s := range []struct {
+				flag string
+				read func() (time.Duration, error)
+			}{
+				{"--cert-check-interval", r.CheckInterval},
+				{"--cert-ca-propagation", r.CAPropagation},
+				{"--cert-lookahead", r.CertificateLookAhead},
+				{"--cert-ca-validity", func() (time.Duration, error) { ca, _, err := r.CertificateValidity(); return ca, err }},
+				{"--cert-server-validity", func() (time.Duration, error) { _, server, err := r.CertificateValidity(); return server, err }},
+			} {
+				d, err := s.read()
+				require.NoError(t, err, s.flag)
+				var runs time.Duration
+				for _, a := range args {
+					if v, ok := strings.CutPrefix(a, s.flag+"="); ok {
+						runs, err = time.ParseDuration(v)
+						require.NoError(t, err, a)
+					}
+				}
+				assert.Equal(t, runs, d, "expected the reader of %s to say what the Deployment runs (args %v)", s.flag, args)
+			}
+		})
+	}
+	bad := &chart.Release{Values: map[string]any{"webhook": map[string]any{"checkInterval": "often"}}}
+	_, err := bad.CheckInterval()
+	require.ErrorContains(t, err, `webhook.checkInterval=often`)
 }
