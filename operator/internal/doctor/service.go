@@ -139,16 +139,22 @@ func checkEndpoints(ctx context.Context, s *session) outcome {
 	return failure(title, s.operatorDownCause(key.String()), details...)
 }
 
-// operatorDownCause names T6 or T7 by the validating webhooks' failurePolicy.
+// operatorDownCause names T6 when any validating webhook calling the Service fails closed (its
+// calls are refused, which is what a user meets first), T7 when every one admits unjudged
+// (failurePolicy Ignore).
 func (s *session) operatorDownCause(service string) cause {
-	sc := t6
-	var ignoring []string
+	var ignoring, failing []string
 	for _, w := range s.webhooks() {
-		if !w.mutating && w.failurePolicy == admissionregistrationv1.Ignore {
+		switch {
+		case w.mutating:
+		case w.failurePolicy == admissionregistrationv1.Ignore:
 			ignoring = append(ignoring, w.name)
+		default:
+			failing = append(failing, w.name)
 		}
 	}
-	if len(ignoring) > 0 {
+	sc := t6
+	if len(ignoring) > 0 && len(failing) == 0 {
 		sc = t7
 	}
 	found := fmt.Sprintf("Service %s has no ready endpoints", service)
@@ -158,13 +164,13 @@ func (s *session) operatorDownCause(service string) cause {
 			want = *d.Spec.Replicas
 		}
 		found += fmt.Sprintf(": Deployment %s/%s has %d replicas desired, %d ready", d.Namespace, d.Name, want, d.Status.ReadyReplicas)
-		if want == 0 {
-			return documented(sc, found, fmt.Sprintf("kubectl -n %s scale deployment/%s --replicas=1 && kubectl -n %s rollout status deployment/%s",
-				d.Namespace, d.Name, d.Namespace, d.Name))
-		}
 	}
-	if sc == t7 {
-		found += fmt.Sprintf(" (failurePolicy Ignore on %s)", s.webhookList(ignoring))
+	if len(ignoring) > 0 {
+		found += fmt.Sprintf(" (failurePolicy Ignore on %s: what they judge is admitted unjudged)", s.webhookList(ignoring))
+	}
+	if d := s.deployment; d != nil && d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
+		return documented(sc, found, fmt.Sprintf("kubectl -n %s scale deployment/%s --replicas=1 && kubectl -n %s rollout status deployment/%s   # or the replica count its chart sets",
+			d.Namespace, d.Name, d.Namespace, d.Name))
 	}
 	return documented(sc, found, s.fix.describePods(), s.fix.logs()+" --previous   # why it crashed",
 		fmt.Sprintf("kubectl -n %s rollout status %s", s.opts.Namespace, s.fix.deploymentRef()))

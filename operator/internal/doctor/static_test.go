@@ -289,6 +289,21 @@ func TestStaticChecks(t *testing.T) {
 			cause: []string{"T7 as T6 with failurePolicy: Ignore", "failurePolicy Ignore on webhooks vdynamocomponentdeployment.nvidia.com, vdynamographdeployment.nvidia.com", "object admitted without validation"},
 		},
 		{
+			// Gatekeeper's shape: one validating webhook fails open, another closed. The one
+			// that fails closed is refused with T6's message: T6 is what the user meets.
+			name: "T6 operator down, one validating webhook Ignore and one Fail",
+			mutate: func(t *testing.T, r *release, objs []client.Object) []client.Object {
+				objs = edit(t, objs, r.validating(), func(c *admissionregistrationv1.ValidatingWebhookConfiguration) bool {
+					c.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+					return true
+				})
+				objs = edit(t, objs, r.podName(), drop[*corev1.Pod])
+				return edit(t, objs, r.service()+"-abcde", func(s *discoveryv1.EndpointSlice) bool { s.Endpoints = nil; return true })
+			},
+			root: CheckEndpoints, scenario: "T6",
+			cause: []string{"T6 operator scaled to 0 / crashed, failurePolicy: Fail", "failurePolicy Ignore on webhook vdynamocomponentdeployment.nvidia.com: what they judge is admitted unjudged", "connect: connection refused"},
+		},
+		{
 			name: "no EndpointSlices published (host-network process node): ready Pods count",
 			mutate: func(t *testing.T, r *release, objs []client.Object) []client.Object {
 				return edit(t, objs, r.service()+"-abcde", drop[*discoveryv1.EndpointSlice])
