@@ -203,7 +203,7 @@ func expectRepaired(ctx context.Context, t *testing.T, c *suite.Cluster, it *tar
 // doctor to find the webhooks unhealthy with check (scenario's cause) among its root causes.
 func expectDoctorNames(ctx context.Context, t *testing.T, c *suite.Cluster, it *target.Installed, ns, fault, field, check, scenario string) {
 	t.Helper()
-	rep, err := doctor.Webhook.Run(ctx, t.Logf, doctorArgs(c.KubeconfigPath(), it, ns)...)
+	rep, err := doctor.Webhook.Run(ctx, t.Logf, doctorArgs(c, it, ns)...)
 	expect.NoError(t, err, "running the doctor against target %s", it.Target.Name)
 	t.Logf("doctor: %s", rep)
 	suite.Note(ctx, t, doctor.DiagnosisNote, []doctor.Diagnosis{doctor.Webhook.Diagnose(rep, check)})
@@ -213,17 +213,23 @@ func expectDoctorNames(ctx context.Context, t *testing.T, c *suite.Cluster, it *
 	}
 }
 
+// doctorsCluster is what the doctor's command line needs of a cluster (a *suite.Cluster).
+type doctorsCluster interface {
+	KubeconfigPath() string
+	ServiceNetworkFromHost() bool
+}
+
 // doctorArgs is the generic doctor's command line for target it (dry runs in namespace ns), in
-// the cluster of kubeconfig: its Service, Secret and the configurations its chart renders, so
-// that one of them deleted is named (T1).
-func doctorArgs(kubeconfig string, it *target.Installed, ns string) []string {
-	args := []string{"--kubeconfig", kubeconfig, "--namespace", it.Namespace, "--service", it.Served.Service,
+// cluster c: its Service, Secret and the configurations its chart renders, so that one of them
+// deleted is named (T1), and how to reach the webhook from this machine.
+func doctorArgs(c doctorsCluster, it *target.Installed, ns string) []string {
+	args := []string{"--kubeconfig", c.KubeconfigPath(), "--namespace", it.Namespace, "--service", it.Served.Service,
 		"--secret", it.Served.Secret, "--test-namespace", ns, "-o", "json"}
 	validating, mutating := it.Served.Configurations()
 	for _, name := range slices.Concat(validating, mutating) {
 		args = append(args, "--configuration", name)
 	}
-	return args
+	return append(args, doctor.ConnectArgs(c.ServiceNetworkFromHost())...)
 }
 
 // webhookRef names one webhook in one configuration.

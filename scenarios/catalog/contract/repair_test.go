@@ -42,10 +42,23 @@ func TestEmptyingThenRestoringPutsBackOnlyWhatIsStillEmpty(t *testing.T) {
 
 func TestTheDoctorIsAskedAboutTheTargetsServiceAndSecret(t *testing.T) {
 	it := &target.Installed{Namespace: "gatekeeper-system", Served: target.Served{Service: "gatekeeper-webhook-service", Secret: "gatekeeper-webhook-server-cert"}}
-	got := strings.Join(doctorArgs("/kube/config", it, "w6-abc"), " ")
+	got := strings.Join(doctorArgs(clusterAt{"/kube/config", true}, it, "w6-abc"), " ")
 	want := "--kubeconfig /kube/config --namespace gatekeeper-system --service gatekeeper-webhook-service --secret gatekeeper-webhook-server-cert --test-namespace w6-abc -o json"
-	assert.Equal(t, want, got, "the generic doctor's command line")
+	assert.Equal(t, want, got, "the generic doctor's command line, on a cluster whose addresses this machine reaches (local)")
+	// A kind node's Service and pod addresses are not this machine's to dial: a ClusterIP
+	// dialed from here leaves by the default route and meets whatever answers there.
+	got = strings.Join(doctorArgs(clusterAt{"/kube/config", false}, it, "w6-abc"), " ")
+	assert.Equal(t, want+" --connect=port-forward", got, "the generic doctor's command line, on a cluster whose addresses this machine does not reach (kind)")
 }
+
+// clusterAt is what the doctor's command line needs of a cluster.
+type clusterAt struct {
+	kubeconfig             string
+	serviceNetworkFromHost bool
+}
+
+func (c clusterAt) KubeconfigPath() string       { return c.kubeconfig }
+func (c clusterAt) ServiceNetworkFromHost() bool { return c.serviceNetworkFromHost }
 
 func TestAWaitPastItsDeadlineStillLooksOnce(t *testing.T) {
 	assert.Equal(t, poll.Interval, until(time.Now().Add(-time.Minute)), "a deadline passed")

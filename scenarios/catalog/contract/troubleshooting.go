@@ -168,7 +168,7 @@ type doctorRuns struct {
 func (d *doctorRuns) run(ctx context.Context, t *testing.T) doctor.Report {
 	t.Helper()
 	c, it := suite.ClusterFrom(ctx, t), suite.TargetFrom(ctx, t)
-	rep, err := doctor.Webhook.Run(ctx, t.Logf, doctorArgs(c.KubeconfigPath(), it, *d.ns)...)
+	rep, err := doctor.Webhook.Run(ctx, t.Logf, doctorArgs(c, it, *d.ns)...)
 	expect.NoError(t, err, "running the doctor against target %s", it.Target.Name)
 	t.Logf("doctor: %s", rep)
 	return rep

@@ -36,20 +36,15 @@ func targetOf(r *chart.Release, testNamespace string) doctorTarget {
 	return doctorTarget{release: r.Name, namespace: r.Namespace, testNamespace: testNamespace}
 }
 
-// args are the doctor's command line for the cluster at kubeconfig. When this machine does
-// not reach the cluster's Service and pod addresses (serviceNetworkFromHost false), the doctor
-// reaches the webhook only through a port-forward: dialing a cluster address from here would
-// leave the machine by its default route.
+// args are the doctor's command line for the cluster at kubeconfig (doctor.ConnectArgs says how
+// it reaches the webhook from this machine).
 func (d doctorTarget) args(kubeconfig string, serviceNetworkFromHost bool) []string {
 	args := []string{"doctor", "--kubeconfig", kubeconfig, "--release", d.release, "--namespace", d.namespace,
 		"-o", "json", "--timeout", (doctor.RunTimeout - 10*time.Second).String()}
 	if d.testNamespace != "" {
 		args = append(args, "--test-namespace", d.testNamespace)
 	}
-	if !serviceNetworkFromHost {
-		args = append(args, "--connect=port-forward")
-	}
-	return args
+	return append(args, doctor.ConnectArgs(serviceNetworkFromHost)...)
 }
 
 // runDoctor runs `kubectl dynamo doctor -o json` against the cluster.

@@ -56,6 +56,17 @@ var (
 	Webhook = &Program{pkg: "./operator/cmd/kubectl-webhook-doctor"}
 )
 
+// ConnectArgs are the flags that say how a doctor reaches the webhook server directly (the
+// served certificate): when this machine does not reach the cluster's Service and pod
+// addresses (a kind node's, say), only through a port-forward — dialing a cluster address
+// from here would leave the machine by its default route and meet whatever answers there.
+func ConnectArgs(serviceNetworkFromHost bool) []string {
+	if serviceNetworkFromHost {
+		return nil
+	}
+	return []string{"--connect=port-forward"}
+}
+
 // Name is the program's name, as messages call it: kubectl-dynamo.
 func (p *Program) Name() string { return filepath.Base(p.pkg) }
 
