@@ -140,6 +140,10 @@ type Provider struct {
 	// OperatorCoverage says Start honours Request.CoverDir: the operator's processes write
 	// their coverage counters on this host.
 	OperatorCoverage bool
+	// RunsImages says Start honours Request.Images: the cluster runs images this run builds
+	// (local maps them to their binaries, kind builds and loads them). A cluster that pulls
+	// prebuilt images only (existing) does not.
+	RunsImages bool
 	// HostPreparation, when set, lists the workspace's scripts (a path below the workspace,
 	// then its arguments) that prepare this host for the provider's clusters of the Kubernetes
 	// version in K8S_VERSION, beyond the control-plane binaries every provider's run builds.
