@@ -183,7 +183,7 @@ func TestServingCertificateThroughPortForward(t *testing.T) {
 			forward:        fakeForward{serve: func(t *testing.T, _ *release) int32 { return silentServer(t) }},
 			timeoutSeconds: 1,
 			root:           CheckServingCertificate, scenario: "T9",
-			cause:          []string{"pod dynamo-operator-6d5f7c9b8-x2x7q port 9443 (port-forward)", "no answer within 1s, the longest timeoutSeconds of"},
+			cause: []string{"pod dynamo-operator-6d5f7c9b8-x2x7q port 9443 (port-forward)", "no answer within 1s, the longest timeoutSeconds of"},
 		},
 		{
 			name: "the port-forward itself is forbidden",
