@@ -99,7 +99,7 @@ type Suite struct {
 	rendered   *rendered // the target's chart, rendered before the cluster is made
 	// noDelayProxy says why the cluster runs no DelayProxyImage ("": it does).
 	noDelayProxy string
-	setupErr   error
+	setupErr     error
 	// creation is the cluster's creation while it runs (nil before and after): an interrupt
 	// stops it and waits for it to end (deleteClusterOnInterrupt).
 	creation *creation
