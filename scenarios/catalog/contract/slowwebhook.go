@@ -127,7 +127,7 @@ func webhookPort(svc *corev1.Service, port int32) (corev1.ServicePort, error) {
 			return p, nil
 		}
 	}
-	return corev1.ServicePort{}, fmt.Errorf("Service %s/%s has no port %d, the one its webhooks call", svc.Namespace, svc.Name, port)
+	return corev1.ServicePort{}, fmt.Errorf("the webhook Service %s/%s has no port %d, the one its webhooks call", svc.Namespace, svc.Name, port)
 }
 
 // setSelector sets the selector of Service ns/name.

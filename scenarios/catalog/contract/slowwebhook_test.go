@@ -55,7 +55,7 @@ func TestWebhookPortIsTheOneTheWebhooksCall(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "https", p.Name)
 	_, err = webhookPort(svc, 9443)
-	assert.ErrorContains(t, err, "Service ns/svc has no port 9443, the one its webhooks call")
+	assert.ErrorContains(t, err, "the webhook Service ns/svc has no port 9443, the one its webhooks call")
 }
 
 func TestPodAddressesAreTheReadyServingPods(t *testing.T) {

@@ -142,7 +142,7 @@ func TestStopClosesHeldAndForwardedConnections(t *testing.T) {
 	for name, c := range map[string]net.Conn{"forwarded": forwarded, "held": held} {
 		require.NoError(t, c.SetReadDeadline(time.Now().Add(2*time.Second)))
 		_, err := c.Read(make([]byte, 1))
-		assert.ErrorIs(t, err, io.EOF, "the %s connection was not closed when the proxy stopped", name)
+		require.ErrorIs(t, err, io.EOF, "the %s connection was not closed when the proxy stopped", name)
 	}
 	_, err = net.DialTimeout("tcp", addr, time.Second)
 	assert.Error(t, err, "the proxy still accepts after it stopped")
