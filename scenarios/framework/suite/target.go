@@ -161,7 +161,11 @@ func (s *Suite) clusterRequest(ctx context.Context) (cluster.Request, error) {
 		return req, err
 	}
 	err = s.progress.step("Building "+DelayProxyImage+", the delaying proxy W16 puts in front of a webhook", func() error {
-		img, why, err := delayProxy(ctx, s.opts.provider)
+		p, err := cluster.Lookup(s.opts.provider)
+		if err != nil {
+			return err
+		}
+		img, why, err := delayProxy(ctx, s.opts.provider, p)
 		if img != nil {
 			req.Images[DelayProxyImage] = *img
 		}
@@ -178,12 +182,8 @@ func (s *Suite) clusterRequest(ctx context.Context) (cluster.Request, error) {
 const DelayProxyImage = "gauntlet-delay-proxy:dev"
 
 // delayProxy builds the delaying proxy statically (an image FROM scratch runs it) for a
-// cluster of provider, or says why that cluster cannot run it.
-func delayProxy(ctx context.Context, provider string) (*cluster.Image, string, error) {
-	p, err := cluster.Lookup(provider)
-	if err != nil {
-		return nil, "", err
-	}
+// cluster of p, the provider called provider, or says why that cluster cannot run it.
+func delayProxy(ctx context.Context, provider string, p cluster.Provider) (*cluster.Image, string, error) {
 	if !p.RunsImages {
 		return nil, fmt.Sprintf("provider %s runs no image this run builds (its cluster pulls prebuilt images only), so the delaying proxy %s cannot run there", provider, DelayProxyImage), nil
 	}
