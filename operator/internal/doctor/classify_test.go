@@ -31,6 +31,7 @@ func TestCallFailureClassification(t *testing.T) {
 		{"T5 expired", post + `tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2026-01-02T00:00:00Z is after 2026-01-01T00:00:00Z`,
 			"T5", "x509: certificate has expired or is not yet valid", ""},
 		{"T9 deadline", post + `context deadline exceeded`, "T9", "context deadline exceeded (slower than its timeoutSeconds)", "--webhook-latency-injection"},
+		{"T9 handshake slower than the transport allows", post + `net/http: TLS handshake timeout`, "T9", "context deadline exceeded (slower than its timeoutSeconds)", ""},
 		{"T9 client timeout", post + `net/http: request canceled (Client.Timeout exceeded while awaiting headers)`, "T9", "context deadline exceeded", "webhook.timeoutSeconds=30"},
 		{"doctor not allowed", `dynamographdeployments.nvidia.com is forbidden: User "jane" cannot create resource "dynamographdeployments" in API group "nvidia.com" in the namespace "team-x"`,
 			"", "the doctor's credentials may not create DynamoGraphDeployments in namespace team-x", "kubectl auth can-i create dynamographdeployments.nvidia.com -n team-x"},

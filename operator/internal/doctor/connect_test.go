@@ -131,6 +131,8 @@ func TestServingCertificateThroughPortForward(t *testing.T) {
 		objects func(t *testing.T, r *release, objs []client.Object) []client.Object
 		checks  []string
 		secret  func(t *testing.T, r *release) servingPair
+		// timeoutSeconds, when set, is every webhook's (default 10).
+		timeoutSeconds int32
 		// noForward: no port-forward may be attempted.
 		noForward      bool
 		root, scenario string
@@ -177,10 +179,11 @@ func TestServingCertificateThroughPortForward(t *testing.T) {
 			details: []string{"pod dynamo-operator-6d5f7c9b8-x2x7q port 9443 (port-forward): An error occurred forwarding", "connect: connection refused"},
 		},
 		{
-			name:    "a server that accepts but never completes the handshake: timeout",
-			forward: fakeForward{serve: func(t *testing.T, _ *release) int32 { return silentServer(t) }},
-			root:    CheckServingCertificate,
-			cause:   []string{"pod dynamo-operator-6d5f7c9b8-x2x7q port 9443 (port-forward)", "timeout: it accepts connections but does not complete a handshake"},
+			name:           "T9 a server that accepts but does not complete the handshake within the webhooks' timeoutSeconds",
+			forward:        fakeForward{serve: func(t *testing.T, _ *release) int32 { return silentServer(t) }},
+			timeoutSeconds: 1,
+			root:           CheckServingCertificate, scenario: "T9",
+			cause: []string{"pod dynamo-operator-6d5f7c9b8-x2x7q port 9443 (port-forward)", "no answer within 1s, the longest timeoutSeconds of"},
 		},
 		{
 			name: "the port-forward itself is forbidden",
@@ -226,6 +229,9 @@ func TestServingCertificateThroughPortForward(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRelease(t)
+			if tc.timeoutSeconds != 0 {
+				r.timeoutSeconds = tc.timeoutSeconds
+			}
 			if tc.secret != nil {
 				r.serving = tc.secret(t, r)
 				tc.forward.serve = serveSecret

@@ -41,7 +41,8 @@
 //	namespace-selector      T2 for --test-namespace
 //	webhook-service         T8; clientConfig.service name and port
 //	service-endpoints       T6 / T7 (by failurePolicy) from EndpointSlices
-//	serving-certificate     T3 / T4 / T5 / T6 / timeout, from a real TLS handshake
+//	serving-certificate     T3 / T4 / T5 / T6 / T9, from a real TLS handshake given the longest
+//	                        timeoutSeconds of the webhooks, as the API server gives a call
 //	operator-logs           "Registering validation webhooks", "Starting webhook server"
 //	admission-dry-run       T9 and, as consequences, the failed-call texts of T1-T8
 //

@@ -102,7 +102,8 @@ type Options struct {
 	TestNamespace string
 	// Chart is the chart reference printed in `helm upgrade` fix commands.
 	Chart string
-	// DialTimeout bounds each TCP connect and TLS handshake to the webhook (default 5s).
+	// DialTimeout bounds each TCP connect to the webhook (default 5s), and its TLS handshake
+	// when no webhook that trusts the caBundle has a timeoutSeconds (which bounds it otherwise).
 	DialTimeout time.Duration
 	// Now is the clock certificates are judged by (default time.Now).
 	Now func() time.Time

@@ -119,17 +119,19 @@ func (s *session) notRunning(ctx context.Context, tns string, mutating bool) cau
 // Error texts of failed webhook calls, as the API server words them (Go's net and x509
 // errors), after cmapichecker's TranslateToSimpleError.
 var (
-	deniedBy          = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
-	failedCalling     = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
-	serviceNotFound   = regexp.MustCompile(`service "([^"]+)" not found`)
-	noEndpoints       = regexp.MustCompile(`no endpoints available for service "([^"]+)"`)
-	connRefused       = regexp.MustCompile(`connect: connection refused`)
-	unknownAuthority  = regexp.MustCompile(`x509: certificate signed by unknown authority`)
-	expiredAuthority  = regexp.MustCompile(`x509: certificate signed by unknown authority \(possibly because of "x509: certificate has expired or is not yet valid[^"]*" while trying to verify candidate authority certificate "([^"]*)"\)`)
-	wrongSAN          = regexp.MustCompile(`x509: certificate is valid for .*, not \S+`)
-	expired           = regexp.MustCompile(`x509: certificate has expired or is not yet valid`)
-	expiredAt         = regexp.MustCompile(`x509: certificate has expired or is not yet valid: current time \S+ is after (\S+)`)
-	deadlineExceeded  = regexp.MustCompile(`context deadline exceeded|Client\.Timeout exceeded|i/o timeout`)
+	deniedBy         = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
+	failedCalling    = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
+	serviceNotFound  = regexp.MustCompile(`service "([^"]+)" not found`)
+	noEndpoints      = regexp.MustCompile(`no endpoints available for service "([^"]+)"`)
+	connRefused      = regexp.MustCompile(`connect: connection refused`)
+	unknownAuthority = regexp.MustCompile(`x509: certificate signed by unknown authority`)
+	expiredAuthority = regexp.MustCompile(`x509: certificate signed by unknown authority \(possibly because of "x509: certificate has expired or is not yet valid[^"]*" while trying to verify candidate authority certificate "([^"]*)"\)`)
+	wrongSAN         = regexp.MustCompile(`x509: certificate is valid for .*, not \S+`)
+	expired          = regexp.MustCompile(`x509: certificate has expired or is not yet valid`)
+	expiredAt        = regexp.MustCompile(`x509: certificate has expired or is not yet valid: current time \S+ is after (\S+)`)
+	// A webhook slow to complete its TLS handshake fails the call with the API server's
+	// transport's own handshake timeout (10s) when that comes before timeoutSeconds.
+	deadlineExceeded  = regexp.MustCompile(`context deadline exceeded|Client\.Timeout exceeded|i/o timeout|net/http: TLS handshake timeout`)
 	forbiddenForUser  = regexp.MustCompile(`is forbidden: User "([^"]*)" cannot`)
 	crdMissing        = regexp.MustCompile(`no matches for kind "DynamoGraphDeployment"|the server could not find the requested resource`)
 	namespaceNotFound = regexp.MustCompile(`namespaces "([^"]+)" not found`)

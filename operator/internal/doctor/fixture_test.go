@@ -130,13 +130,15 @@ type release struct {
 	podPort int32
 	ca      *testCA
 	serving servingPair
+	// timeoutSeconds is every webhook's.
+	timeoutSeconds int32
 }
 
 func newRelease(t testing.TB) *release {
 	r := &release{
 		name: "dynamo", namespace: "dynamo-system", testNamespace: "team-x", mode: "automatic",
 		clusterIP: "127.0.0.1", servicePort: 443, podIP: "10.244.0.5", podPort: 9443,
-		ca: newCA(t, "dynamo-webhook-service-ca"),
+		ca: newCA(t, "dynamo-webhook-service-ca"), timeoutSeconds: 10,
 	}
 	r.serving = r.ca.validFor(t, r.host())
 	return r
@@ -263,7 +265,7 @@ func (r *release) webhookConfigurations(t testing.TB) (*admissionregistrationv1.
 	forEachWebhook(func(h webhookFields) {
 		*h.clientConfig = cc(h.clientConfig.Service.Path)
 		*h.failurePolicy = ptr.To(admissionregistrationv1.Fail)
-		*h.timeoutSeconds = ptr.To[int32](10)
+		*h.timeoutSeconds = ptr.To(r.timeoutSeconds)
 		*h.namespaceSelector = &metav1.LabelSelector{}
 	}, vwc, mwc)
 	return vwc, mwc

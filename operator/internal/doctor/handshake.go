@@ -9,10 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/tools/portforward"
@@ -63,13 +65,14 @@ func checkServingCertificate(ctx context.Context, s *session) outcome {
 			pool.AddCert(r)
 		}
 		cfg := &tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12, Time: s.opts.Now}
-		state, target, attempts, err := s.handshake(ctx, cfg)
+		limit := s.handshakeLimit(b)
+		state, target, attempts, err := s.handshake(ctx, cfg, limit.wait)
 		details = append(details, attempts...)
 		if target == "" {
 			return failure(title, s.unreachableCause(host, err), details...)
 		}
 		if err != nil {
-			return failure(title, s.verificationCause(target, host, err, b), details...)
+			return failure(title, s.verificationCause(target, host, err, b, limit), details...)
 		}
 		leaf := state.PeerCertificates[0]
 		details = append(details, fmt.Sprintf("%s: handshake verified against the caBundle of %s", target, s.webhookList(b.webhooks)),
@@ -83,6 +86,31 @@ func checkServingCertificate(ctx context.Context, s *session) outcome {
 		}
 	}
 	return pass(title, details...)
+}
+
+// handshakeLimit is how long a handshake with the server behind a caBundle may take.
+type handshakeLimit struct {
+	wait time.Duration
+	// timeoutSeconds is set when wait is the API server's: the longest timeoutSeconds of the
+	// webhooks that trust the caBundle, which bounds their calls, handshake included.
+	timeoutSeconds bool
+}
+
+// handshakeLimit gives the handshake what the API server gives a call of the webhooks that
+// trust b, the handshake included: the longest of their timeoutSeconds. A handshake that takes
+// longer makes every one of those calls fail (T9), which the doctor says rather than waiting
+// on. Without a timeoutSeconds to go by (a conversion webhook's), DialTimeout bounds it.
+func (s *session) handshakeLimit(b trustBundle) handshakeLimit {
+	var longest int32
+	for _, w := range s.webhooks() {
+		if slices.Contains(b.webhooks, w.name) {
+			longest = max(longest, w.timeoutSeconds)
+		}
+	}
+	if longest <= 0 {
+		return handshakeLimit{wait: s.opts.DialTimeout}
+	}
+	return handshakeLimit{wait: time.Duration(longest) * time.Second, timeoutSeconds: true}
 }
 
 // Why the handshake goes through a port-forward, as the details say it.
@@ -100,15 +128,15 @@ const (
 // order; a refused connection means nothing listens there, anything else (timeouts, no route)
 // usually means this machine is outside the cluster network, which a port-forward through the
 // API server bridges.
-func (s *session) handshake(ctx context.Context, cfg *tls.Config) (tls.ConnectionState, string, []string, error) {
+func (s *session) handshake(ctx context.Context, cfg *tls.Config, limit time.Duration) (tls.ConnectionState, string, []string, error) {
 	if s.opts.Connect == ConnectPortForward {
-		return s.handshakeForwarded(ctx, cfg, whyForwardFlag, nil, nil)
+		return s.handshakeForwarded(ctx, cfg, limit, whyForwardFlag, nil, nil)
 	}
 	var attempts []string
 	var lastErr error
 	allRefused := true
 	for _, t := range s.dialTargets() {
-		state, dialErr, err := s.handshakeAt(ctx, t.addr, cfg)
+		state, dialErr, err := s.handshakeAt(ctx, t.addr, cfg, limit)
 		if dialErr != nil {
 			attempts = append(attempts, fmt.Sprintf("%s (%s): %v", t.addr, t.via, dialErr))
 			lastErr = dialErr
@@ -118,7 +146,7 @@ func (s *session) handshake(ctx context.Context, cfg *tls.Config) (tls.Connectio
 		return state, t.addr + " (" + t.via + ")", attempts, err
 	}
 	if lastErr != nil && !allRefused && (s.clientset != nil || s.forward != nil) {
-		return s.handshakeForwarded(ctx, cfg, whyForwardFallback, attempts, lastErr)
+		return s.handshakeForwarded(ctx, cfg, limit, whyForwardFallback, attempts, lastErr)
 	}
 	return tls.ConnectionState{}, "", attempts, lastErr
 }
@@ -126,7 +154,7 @@ func (s *session) handshake(ctx context.Context, cfg *tls.Config) (tls.Connectio
 // handshakeForwarded does the handshake through a port-forward to each ready endpoint Pod in
 // turn until one accepts the connection; why leads its details. attempts and lastErr are what
 // was tried before.
-func (s *session) handshakeForwarded(ctx context.Context, cfg *tls.Config, why string, attempts []string, lastErr error) (tls.ConnectionState, string, []string, error) {
+func (s *session) handshakeForwarded(ctx context.Context, cfg *tls.Config, limit time.Duration, why string, attempts []string, lastErr error) (tls.ConnectionState, string, []string, error) {
 	attempts = append(attempts, "reaching the webhook through a port-forward to a ready endpoint pod, via the API server: "+why)
 	tried := false
 	for _, e := range s.endpoints {
@@ -141,7 +169,7 @@ func (s *session) handshakeForwarded(ctx context.Context, cfg *tls.Config, why s
 			lastErr = err
 			continue
 		}
-		state, dialErr, err := s.handshakeAt(ctx, addr, cfg)
+		state, dialErr, err := s.handshakeAt(ctx, addr, cfg, limit)
 		if farErr := stop(); farErr != nil && (dialErr != nil || err != nil) {
 			// The far end could not connect to the Pod's port: the local connection was
 			// accepted, but the handshake never reached a server.
@@ -169,20 +197,23 @@ type errNoPodToForward struct{ error }
 
 func (e errNoPodToForward) Unwrap() error { return e.error }
 
-// handshakeAt connects to addr (dialErr when that fails) and does the TLS handshake (err).
-func (s *session) handshakeAt(ctx context.Context, addr string, cfg *tls.Config) (state tls.ConnectionState, dialErr, err error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
-	defer cancel()
+// handshakeAt connects to addr within DialTimeout (dialErr when that fails) and does the TLS
+// handshake within limit (err).
+func (s *session) handshakeAt(ctx context.Context, addr string, cfg *tls.Config, limit time.Duration) (state tls.ConnectionState, dialErr, err error) {
 	dial := s.dial
 	if dial == nil {
 		d := net.Dialer{}
 		dial = d.DialContext
 	}
-	conn, dialErr := dial(ctx, "tcp", addr)
+	dialCtx, cancelDial := context.WithTimeout(ctx, s.opts.DialTimeout)
+	conn, dialErr := dial(dialCtx, "tcp", addr)
+	cancelDial()
 	if dialErr != nil {
 		return state, dialErr, nil
 	}
 	defer func() { _ = conn.Close() }() // only the handshake's outcome is reported
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	tc := tls.Client(conn, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return state, nil, err
@@ -350,7 +381,7 @@ func (s *session) unreachableForwardedCause(host string, err error) cause {
 }
 
 // verificationCause names what the API server would fail with, given the handshake error.
-func (s *session) verificationCause(target, host string, err error, bundle trustBundle) cause {
+func (s *session) verificationCause(target, host string, err error, bundle trustBundle, limit handshakeLimit) cause {
 	var hostErr x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	var unknown x509.UnknownAuthorityError
@@ -374,8 +405,13 @@ func (s *session) verificationCause(target, host string, err error, bundle trust
 	case errors.As(err, &unknown):
 		return documented(t3, fmt.Sprintf("%s serves a certificate the caBundle of %s does not trust: %v", target, s.webhookList(webhooks), unknown),
 			s.injectFix()...)
+	case isTimeout(err) && limit.timeoutSeconds:
+		return documented(t9, fmt.Sprintf("TLS handshake with %s: no answer within %s, the longest timeoutSeconds of %s: every call the API server makes to them times out (context deadline exceeded) before the webhook answers",
+			target, limit.wait, s.webhookList(webhooks)),
+			s.fix.logs()+"   # why the webhook answers slowly", s.fix.rolloutRestart(),
+			"# or raise the webhooks' timeoutSeconds (at most 30) where the operator's installation sets them")
 	case isTimeout(err):
-		return undocumented(fmt.Sprintf("TLS handshake with %s: timeout: it accepts connections but does not complete a handshake", target),
+		return undocumented(fmt.Sprintf("TLS handshake with %s: timeout: it accepts connections but does not complete a handshake within %s", target, limit.wait),
 			s.fix.logs(), s.fix.rolloutRestart())
 	}
 	return undocumented(fmt.Sprintf("TLS handshake with %s for %s failed: %v", target, host, err), s.fix.logs())

@@ -32,6 +32,29 @@ func tlsServer(t *testing.T, cert tls.Certificate) int32 {
 // returns its port.
 func serveSecret(t *testing.T, r *release) int32 { return tlsServer(t, r.serving.tls) }
 
+// slowTLSServer serves cert on 127.0.0.1, each connection's handshake answered only after
+// delay, and returns its port.
+func slowTLSServer(t *testing.T, cert tls.Certificate, delay time.Duration) int32 {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = c.Close() }()
+				time.Sleep(delay)
+				_ = tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}).Handshake()
+			}()
+		}
+	}()
+	return portOf(t, ln.Addr())
+}
+
 // silentServer accepts connections on 127.0.0.1 and never answers.
 func silentServer(t *testing.T) int32 {
 	t.Helper()
@@ -100,6 +123,8 @@ func TestServingCertificate(t *testing.T) {
 		endpoint func(t *testing.T, r *release) int32
 		checks   []string
 		secret   func(t *testing.T, r *release) servingPair
+		// timeoutSeconds, when set, is every webhook's (default 10).
+		timeoutSeconds int32
 		// root/scenario: the expected root cause (empty root: healthy).
 		root, scenario string
 		cause          []string
@@ -140,10 +165,17 @@ func TestServingCertificate(t *testing.T) {
 			details: []string{"connect: connection refused"},
 		},
 		{
-			name:  "a server that accepts but never completes the handshake: timeout",
-			serve: func(t *testing.T, _ *release) int32 { return silentServer(t) },
-			root:  CheckServingCertificate,
-			cause: []string{"timeout: it accepts connections but does not complete a handshake"},
+			name:           "T9 a server that accepts but does not complete the handshake within the webhooks' timeoutSeconds: slower than timeoutSeconds",
+			serve:          func(t *testing.T, _ *release) int32 { return silentServer(t) },
+			timeoutSeconds: 1,
+			root:           CheckServingCertificate, scenario: "T9",
+			cause: []string{"TLS handshake with 127.0.0.1:", "no answer within 1s, the longest timeoutSeconds of all 6 webhooks",
+				"every call the API server makes to them times out (context deadline exceeded)"},
+		},
+		{
+			name:    "a handshake slower than the dial timeout but within the webhooks' timeoutSeconds: waited for, as the API server does",
+			serve:   func(t *testing.T, r *release) int32 { return slowTLSServer(t, r.serving.tls, 1500*time.Millisecond) },
+			details: []string{"handshake verified against the caBundle"},
 		},
 		{
 			name:     "ClusterIP refused, endpoint answers: the endpoint decides",
@@ -175,6 +207,9 @@ func TestServingCertificate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRelease(t)
+			if tc.timeoutSeconds != 0 {
+				r.timeoutSeconds = tc.timeoutSeconds
+			}
 			if tc.secret != nil {
 				r.serving = tc.secret(t, r)
 				tc.serve = serveSecret

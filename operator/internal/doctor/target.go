@@ -39,7 +39,8 @@ type WebhookOptions struct {
 	// TestNamespace is where the namespaceSelector match and the dry-runs are checked
 	// (default "default").
 	TestNamespace string
-	// DialTimeout bounds each TCP connect and TLS handshake to the webhook (default 5s).
+	// DialTimeout bounds each TCP connect to the webhook (default 5s), and its TLS handshake
+	// when no webhook that trusts the caBundle has a timeoutSeconds (which bounds it otherwise).
 	DialTimeout time.Duration
 	// Now is the clock certificates are judged by (default time.Now).
 	Now func() time.Time

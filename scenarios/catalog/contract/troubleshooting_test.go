@@ -36,9 +36,9 @@ func TestJudgeDiagnosisWantsTheOneRootCause(t *testing.T) {
 		{ID: "webhook-service", Status: doctor.StatusFail, Scenario: "T8"},
 		{ID: "admission-dry-run", Status: "consequence"},
 	}}
-	assert.Empty(t, judgeDiagnosis(one, "webhook-service"))
-	assert.Contains(t, judgeDiagnosis(one, "service-endpoints"), "root causes [webhook-service (T8)]")
+	assert.Empty(t, judgeDiagnosis(one, "webhook-service", ""))
+	assert.Contains(t, judgeDiagnosis(one, "service-endpoints", ""), "root causes [webhook-service (T8)]")
 	two := doctor.Report{ExitCode: doctor.ExitUnhealthy, Results: append(one.Results, doctor.Result{ID: "ca-bundle", Status: doctor.StatusFail, Scenario: "T3"})}
-	assert.Contains(t, judgeDiagnosis(two, "webhook-service"), "root causes [webhook-service (T8), ca-bundle (T3)]")
-	assert.Contains(t, judgeDiagnosis(doctor.Report{ExitCode: doctor.ExitHealthy}, "webhook-service"), "exit 0")
+	assert.Contains(t, judgeDiagnosis(two, "webhook-service", ""), "root causes [webhook-service (T8), ca-bundle (T3)]")
+	assert.Contains(t, judgeDiagnosis(doctor.Report{ExitCode: doctor.ExitHealthy}, "webhook-service", ""), "exit 0")
 }

@@ -144,6 +144,10 @@ type Provider struct {
 	// ran, deleted pods' included; without it the suite records the logs it needs as they are
 	// written (a kubelet deletes a pod's logs with the pod).
 	KeepsPodLogs bool
+	// RunsImages says Start honours Request.Images: the cluster runs images this run builds
+	// (local maps them to their binaries, kind builds and loads them). A cluster that pulls
+	// prebuilt images only (existing) does not.
+	RunsImages bool
 	// HostPreparation, when set, lists the workspace's scripts (a path below the workspace,
 	// then its arguments) that prepare this host for the provider's clusters of the Kubernetes
 	// version in K8S_VERSION, beyond the control-plane binaries every provider's run builds.

@@ -98,7 +98,9 @@ type Suite struct {
 	target     *target.Target
 	targetMode string
 	rendered   *rendered // the target's chart, rendered before the cluster is made
-	setupErr   error
+	// noDelayProxy says why the cluster runs no DelayProxyImage ("": it does).
+	noDelayProxy string
+	setupErr     error
 	// creation is the cluster's creation while it runs (nil before and after): an interrupt
 	// stops it and waits for it to end (deleteClusterOnInterrupt).
 	creation *creation

@@ -157,7 +157,56 @@ func (s *Suite) clusterRequest(ctx context.Context) (cluster.Request, error) {
 		}
 		return nil
 	})
+	if err != nil {
+		return req, err
+	}
+	err = s.progress.step("Building "+DelayProxyImage+", the delaying proxy W16 puts in front of a webhook", func() error {
+		p, err := cluster.Lookup(s.opts.provider)
+		if err != nil {
+			return err
+		}
+		img, why, err := delayProxy(ctx, s.opts.provider, p)
+		if img != nil {
+			req.Images[DelayProxyImage] = *img
+		}
+		s.noDelayProxy = why
+		return err
+	})
 	return req, err
+}
+
+// DelayProxyImage is the image of gauntlet-delay-proxy (package delayproxy) that the cluster of
+// a suite installing a target runs, when its provider runs images this run builds: W16 puts it
+// in front of the target's webhook server to make the webhook slower than its timeoutSeconds.
+// Its entrypoint is the proxy; its flags are the pod's args.
+const DelayProxyImage = "gauntlet-delay-proxy:dev"
+
+// delayProxy builds the delaying proxy statically (an image FROM scratch runs it) for a
+// cluster of p, the provider called provider, or says why that cluster cannot run it.
+func delayProxy(ctx context.Context, provider string, p cluster.Provider) (*cluster.Image, string, error) {
+	if !p.RunsImages {
+		return nil, fmt.Sprintf("provider %s runs no image this run builds (its cluster pulls prebuilt images only), so the delaying proxy %s cannot run there", provider, DelayProxyImage), nil
+	}
+	dir := filepath.Join(workspace.BinDir(), "images", "gauntlet-delay-proxy")
+	built, err := workspace.Build(ctx, dir, workspace.BuildOptions{Static: true}, workspace.DelayProxyPackage)
+	if err != nil {
+		return nil, "", err
+	}
+	return &cluster.Image{Binary: built[workspace.DelayProxyPackage]}, "", nil
+}
+
+// DelayProxy is the image of the delaying proxy the suite's cluster runs (DelayProxyImage), or
+// "" and why it runs none. It stops the test when the suite installs no target.
+func DelayProxy(ctx context.Context, t testing.TB) (image, why string) {
+	t.Helper()
+	s, ok := ctx.Value(suiteKey{}).(*Suite)
+	if !ok || s.target == nil {
+		t.Fatal("no target in the context: the delaying proxy runs in the clusters of suites that install a target (Spec.Target)")
+	}
+	if s.noDelayProxy != "" {
+		return "", s.noDelayProxy
+	}
+	return DelayProxyImage, ""
 }
 
 // setupTarget installs the suite's target in its mode, as a user following the target's

@@ -20,6 +20,9 @@ const (
 	OperatorPackage    = "./operator/cmd/dynamo-operator"
 	CertManagerPackage = "./scenarios/tools/cmd/gauntlet-cert-manager"
 	NodePackage        = "./scenarios/tools/cmd/gauntlet-node"
+	// DelayProxyPackage is the delaying TCP proxy a suite that installs a target asks its
+	// cluster to run as an image (W16's T9).
+	DelayProxyPackage = "./scenarios/tools/cmd/gauntlet-delay-proxy"
 )
 
 // operatorVersionVar is the variable -ldflags -X stamps the operator's version into.

@@ -29,7 +29,7 @@ const ProviderName = "kind"
 const NodeImageEnv = "KIND_NODE_IMAGE"
 
 func init() {
-	cluster.Register(ProviderName, cluster.Provider{Start: start, Clusters: commandLine{}, HostPreparation: hostPreparation, Footprint: footprint})
+	cluster.Register(ProviderName, cluster.Provider{Start: start, Clusters: commandLine{}, RunsImages: true, HostPreparation: hostPreparation, Footprint: footprint})
 }
 
 // footprint: a node container (systemd, containerd, kubelet, the control plane, kube-proxy,

@@ -22,7 +22,7 @@ import (
 const ProviderName = "local"
 
 func init() {
-	cluster.Register(ProviderName, cluster.Provider{Start: start, Clusters: commandLine{}, OperatorCoverage: true, KeepsPodLogs: true, Footprint: footprint})
+	cluster.Register(ProviderName, cluster.Provider{Start: start, Clusters: commandLine{}, OperatorCoverage: true, RunsImages: true, KeepsPodLogs: true, Footprint: footprint})
 }
 
 // footprint: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the process node,
