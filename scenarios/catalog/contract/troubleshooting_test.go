@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/doctor"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/target"
 )
 
 func TestJudgeFailedCallRequiresTheSymptomInARefusal(t *testing.T) {
@@ -41,4 +43,24 @@ func TestJudgeDiagnosisWantsTheOneRootCause(t *testing.T) {
 	two := doctor.Report{ExitCode: doctor.ExitUnhealthy, Results: append(one.Results, doctor.Result{ID: "ca-bundle", Status: doctor.StatusFail, Scenario: "T3"})}
 	assert.Contains(t, judgeDiagnosis(two, "webhook-service", ""), "root causes [webhook-service (T8), ca-bundle (T3)]")
 	assert.Contains(t, judgeDiagnosis(doctor.Report{ExitCode: doctor.ExitHealthy}, "webhook-service", ""), "exit 0")
+}
+
+// With no pod serving, a user meets T6 (calls refused) as soon as one validating webhook fails
+// closed; T7 (objects pass unjudged) only when every one is Ignore. Gatekeeper's chart mixes them.
+func TestOperatorDownIsT6WhenAnyValidatingWebhookFailsClosed(t *testing.T) {
+	w := func(mutating bool, policy admissionregistrationv1.FailurePolicyType) target.Webhook {
+		return target.Webhook{Mutating: mutating, FailurePolicy: policy}
+	}
+	fail, ignore := admissionregistrationv1.Fail, admissionregistrationv1.Ignore
+	for _, c := range []struct {
+		name     string
+		webhooks []target.Webhook
+		want     string
+	}{
+		{"gatekeeper: validation Ignore, check-ignore-label Fail, mutation Ignore", []target.Webhook{w(false, ignore), w(false, fail), w(true, ignore)}, "T6"},
+		{"every validating webhook Ignore", []target.Webhook{w(false, ignore), w(true, fail)}, "T7"},
+		{"gauntlet: every webhook Fail", []target.Webhook{w(false, fail), w(true, fail)}, "T6"},
+	} {
+		assert.Equal(t, c.want, operatorDownScenario(c.webhooks), c.name)
+	}
 }
