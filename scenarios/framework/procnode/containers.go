@@ -333,8 +333,12 @@ func (w *podWorker) handleExit(m processExit) {
 		return
 	}
 	policy := w.pod.Spec.RestartPolicy
-	if r.sidecar {
+	switch {
+	case r.sidecar:
 		policy = corev1.RestartPolicyAlways
+	case r.init && policy == corev1.RestartPolicyAlways:
+		// As kubelet: an init container runs to completion; a pod's Always restarts it on failure.
+		policy = corev1.RestartPolicyOnFailure
 	}
 	if policy == corev1.RestartPolicyAlways || (policy == corev1.RestartPolicyOnFailure && code != 0) {
 		w.scheduleRestart(r, finished)
