@@ -20,6 +20,17 @@ const (
 	OperatorPackage    = "./operator/cmd/dynamo-operator"
 	CertManagerPackage = "./scenarios/tools/cmd/gauntlet-cert-manager"
 	NodePackage        = "./scenarios/tools/cmd/gauntlet-node"
+	// StandInPackage is the program a target's stand-in images run (target.StandIn).
+	StandInPackage = "./scenarios/tools/cmd/gauntlet-standin"
+)
+
+// How the stand-in program runs: its image's ENV StandInEnv is one of the two ways.
+const (
+	StandInEnv = "GAUNTLET_STAND_IN"
+	// StandInUntilStopped: it stays up until SIGTERM, then exits 0 (a sidecar's stand-in).
+	StandInUntilStopped = "untilStopped"
+	// StandInExitAtOnce: it exits 0 at once (a hook Job's stand-in).
+	StandInExitAtOnce = "exitAtOnce"
 )
 
 // operatorVersionVar is the variable -ldflags -X stamps the operator's version into.
