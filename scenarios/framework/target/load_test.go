@@ -142,6 +142,8 @@ func TestEveryProblemIsReportedByFileAndLine(t *testing.T) {
 			[]string{"18: field divergences[0].modes[0]: external is not a mode the target declares (selfManaged)"}},
 		{"a program at a path that is not clean and absolute", "    - {image: \"demo:v1.2.3\", package: ./cmd/demo}\n", "    - image: \"demo:v1.2.3\"\n      package: ./cmd/demo\n      programs:\n        - {path: crd-apply, package: ./cmd/crd-apply}\n",
 			[]string{`8: field source.binaries[0].programs[0].path: "crd-apply" is no path in an image: give a clean absolute path, as a container's command names it (e.g. /crd-apply)`}},
+		{"a program at a path that is not clean", "    - {image: \"demo:v1.2.3\", package: ./cmd/demo}\n", "    - image: \"demo:v1.2.3\"\n      package: ./cmd/demo\n      programs:\n        - {path: /bin/../crd-apply, package: ./cmd/crd-apply}\n",
+			[]string{`8: field source.binaries[0].programs[0].path: "/bin/../crd-apply" is no path in an image: give a clean absolute path, as a container's command names it (e.g. /crd-apply)`}},
 		{"two things at one path of an image", "    - {image: \"demo:v1.2.3\", package: ./cmd/demo}\n", "    - image: \"demo:v1.2.3\"\n      package: ./cmd/demo\n      path: /manager\n      files:\n        - {path: /manager, from: crds}\n",
 			[]string{"9: field source.binaries[0].files[0].path: image demo:v1.2.3 holds /manager already (source.binaries[0].path): an image holds one thing at a path"}},
 		{"a file outside the module", "    - {image: \"demo:v1.2.3\", package: ./cmd/demo}\n", "    - image: \"demo:v1.2.3\"\n      package: ./cmd/demo\n      files:\n        - {path: /opt/crds, from: ../crds}\n",
