@@ -20,6 +20,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/metrics"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/procnode"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
@@ -43,7 +44,7 @@ func TestFloorOnALocalCluster(t *testing.T) {
 	require.NoError(t, err)
 	p := local.NewProvider()
 	p.WithName("gauntlet-floor-test")
-	p.WithOpts(local.WithProgress(testWriter{t}), local.WithImages(map[string]string{FloorImage: floor}))
+	p.WithOpts(local.WithProgress(testWriter{t}), local.WithImages(map[string]procnode.Image{FloorImage: {Binary: floor}}))
 	t.Cleanup(func() {
 		cfg, cfgErr := p.Config()
 		assert.NoError(t, p.Destroy(context.WithoutCancel(ctx)), "deleting the local cluster")

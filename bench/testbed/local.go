@@ -19,6 +19,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/procnode"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
@@ -151,21 +152,21 @@ func startLocal(ctx context.Context, opts LocalOptions, sides []localSide) (_ []
 		}
 	}()
 
-	images := map[string]string{}
+	images := map[string]procnode.Image{}
 	for _, s := range sides {
 		start := time.Now()
 		operator, err := buildOperator(ctx, s)
 		if err != nil {
 			return nil, err
 		}
-		images[s.image()] = operator
+		images[s.image()] = procnode.Image{Binary: operator}
 		logf("built dynamo-operator %s%s (%.1fs)", OperatorVersion, s.describe(), time.Since(start).Seconds())
 	}
 	floor, err := BuildFloor(ctx)
 	if err != nil {
 		return nil, err
 	}
-	images[FloorImage] = floor
+	images[FloorImage] = procnode.Image{Binary: floor}
 
 	p := local.NewProvider()
 	p.WithName(name)

@@ -43,10 +43,17 @@ type Request struct {
 	Step func(title string, fn func() error) error
 }
 
-// Image is a static binary built for an image a chart names, and the path the chart's command
-// runs it as ("" when the chart runs the image's entrypoint).
+// Image is what an image a chart names holds, built here: static programs at their paths in
+// the image, and files. A FROM scratch image of it holds these and nothing else.
 type Image struct {
+	// Binary is the image's entrypoint, held at Entrypoint (a clean absolute path, e.g. /manager).
 	Binary, Entrypoint string
+	// Programs are further programs the image holds: path in the image → binary here.
+	Programs map[string]string
+	// Files are files and directories the image holds: path in the image → path here.
+	Files map[string]string
+	// Env is the image's own environment (its ENV).
+	Env map[string]string
 }
 
 // CreateOrReuse is what a provider does with the cluster req names: create makes it when none

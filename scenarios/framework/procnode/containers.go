@@ -37,6 +37,7 @@ type containerRun struct {
 	held        [][]string
 	exitedAt    time.Time // when the last run ended: the start of its restart back-off
 	binary      string
+	image       Image // what the image of the running process holds, for its exec hooks
 }
 
 // processExit and the probeResult type are what arrives in a worker's inbox.
@@ -112,7 +113,7 @@ func (w *podWorker) maybeStart(ctx context.Context, r *containerRun) {
 
 func (w *podWorker) startContainer(ctx context.Context, r *containerRun) error {
 	c := r.spec
-	binary, err := w.n.images.resolve(c.Image)
+	img, err := w.n.images.resolve(c.Image)
 	if err != nil {
 		var notMapped *errImageNotMapped
 		reason := "ImageNotMapped"
@@ -124,18 +125,21 @@ func (w *podWorker) startContainer(ctx context.Context, r *containerRun) error {
 		r.nextStart = time.Now().Add(retryInterval)
 		return err
 	}
-	if r.binary != binary {
-		w.event(corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q mapped to binary %s", c.Image, binary))
-		r.binary = binary
+	if r.binary != img.Binary {
+		w.event(corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q mapped to binary %s", c.Image, img.Binary))
+		r.binary = img.Binary
 	}
-	env, err := containerEnv(ctx, w.n.objects, w.podWithIP(), c, w.n.api, w.n.cfg.CoverDir)
+	env, err := containerEnv(ctx, w.n.objects, w.podWithIP(), c, img.Env, w.n.api, w.n.cfg.CoverDir)
 	if err != nil {
 		r.waiting = &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
 		w.warn("Failed", fmt.Sprintf("Error: %s", err))
 		r.nextStart = time.Now().Add(retryInterval)
 		return err
 	}
-	spec, held, err := w.initSpecFor(c, binary, env)
+	// A command naming a program the image does not hold fails as the runtime's exec does:
+	// a start error, after the container was created.
+	binary, programErr := img.program(c.Command)
+	spec, held, err := w.initSpecFor(c, img, binary, env)
 	if err != nil {
 		r.waiting = &corev1.ContainerStateWaiting{Reason: "CreateContainerError", Message: err.Error()}
 		w.warn("Failed", fmt.Sprintf("Error: %s", err))
@@ -147,7 +151,11 @@ func (w *podWorker) startContainer(ctx context.Context, r *containerRun) error {
 	}
 	logPath := w.n.logPath(w.pod, c.Name, r.restartCount)
 	w.event(corev1.EventTypeNormal, "Created", fmt.Sprintf("Created container %s", c.Name))
-	proc, err := startProcess(w.n.cfg.Executable, spec, w.n.isolate, logPath)
+	var proc *containerProcess
+	err = programErr
+	if err == nil {
+		proc, err = startProcess(w.n.cfg.Executable, spec, w.n.isolate, logPath)
+	}
 	r.everStarted = true
 	if err != nil {
 		w.n.mounts.releaseAll(held)
@@ -159,11 +167,11 @@ func (w *podWorker) startContainer(ctx context.Context, r *containerRun) error {
 		w.scheduleRestart(r, time.Now())
 		return err
 	}
-	r.proc, r.held, r.waiting = proc, held, nil
+	r.proc, r.held, r.waiting, r.image = proc, held, nil, img
 	r.generation++
 	r.ready, r.started = false, false
 	w.event(corev1.EventTypeNormal, "Started", fmt.Sprintf("Started container %s", c.Name))
-	w.startProbes(r)
+	w.startProbes(r, img)
 	gen := r.generation
 	go func() {
 		<-proc.done
@@ -183,9 +191,10 @@ func (w *podWorker) podWithIP() *corev1.Pod {
 	return p
 }
 
-// initSpecFor turns the container into what its init needs: mounts (targets created on the
-// host when missing), hostname, network namespace, argv and environment.
-func (w *podWorker) initSpecFor(c *corev1.Container, binary string, env []string) (*initSpec, [][]string, error) {
+// initSpecFor turns the container into what its init needs: mounts (the files its image
+// carries, then its volumes over them, targets created on the host when missing), hostname,
+// network namespace, argv and environment.
+func (w *podWorker) initSpecFor(c *corev1.Container, img Image, binary string, env []string) (*initSpec, [][]string, error) {
 	spec := &initSpec{
 		Binary:     binary,
 		Argv:       containerArgv(binary, c, env),
@@ -197,7 +206,8 @@ func (w *podWorker) initSpecFor(c *corev1.Container, binary string, env []string
 		spec.WorkingDir = "/"
 	}
 	if !w.n.isolate {
-		// Without mount namespaces the volumes stay where they are; say where.
+		// Without mount namespaces the volumes stay where they are; say where. The files an
+		// image carries are not at their paths (the node's start-up warning says so).
 		for name, dir := range w.volumes {
 			spec.Env = append(spec.Env, "GAUNTLET_VOLUME_"+envName(name)+"="+dir)
 		}
@@ -215,6 +225,24 @@ func (w *podWorker) initSpecFor(c *corev1.Container, binary string, env []string
 		w.n.mounts.releaseAll(held)
 		return nil, nil, err
 	}
+	mount := func(src, target string, readOnly bool) error {
+		info, err := os.Stat(src)
+		if err != nil {
+			return err
+		}
+		h, err := w.n.mounts.ensure(target, !info.IsDir())
+		if err != nil {
+			return err
+		}
+		held = append(held, h)
+		spec.Mounts = append(spec.Mounts, initMount{Source: src, Target: target, ReadOnly: readOnly})
+		return nil
+	}
+	for _, p := range sortedKeys(img.Files) {
+		if err := mount(img.Files[p], p, true); err != nil {
+			return fail(fmt.Errorf("file %s of image %q: %w", p, c.Image, err))
+		}
+	}
 	targets := map[string]bool{}
 	for _, vm := range c.VolumeMounts {
 		src, ok := w.volumes[vm.Name]
@@ -224,21 +252,10 @@ func (w *podWorker) initSpecFor(c *corev1.Container, binary string, env []string
 		if vm.SubPath != "" {
 			src = filepath.Join(src, vm.SubPath)
 		}
-		info, err := os.Stat(src)
-		if err != nil {
+		if err := mount(src, vm.MountPath, vm.ReadOnly || w.alwaysReadOnly(vm.Name)); err != nil {
 			return fail(fmt.Errorf("volumeMount %q of container %q: %w", vm.Name, c.Name, err))
 		}
-		h, err := w.n.mounts.ensure(vm.MountPath, !info.IsDir())
-		if err != nil {
-			return fail(err)
-		}
-		held = append(held, h)
 		targets[filepath.Clean(vm.MountPath)] = true
-		spec.Mounts = append(spec.Mounts, initMount{
-			Source:   src,
-			Target:   vm.MountPath,
-			ReadOnly: vm.ReadOnly || w.alwaysReadOnly(vm.Name),
-		})
 	}
 	if w.netnsPath != "" {
 		for _, f := range []string{"hosts", "resolv.conf"} {
@@ -269,10 +286,10 @@ func (w *podWorker) alwaysReadOnly(volume string) bool {
 	return false
 }
 
-func (w *podWorker) startProbes(r *containerRun) {
+func (w *podWorker) startProbes(r *containerRun, img Image) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stopProbes = cancel
-	t := probeTarget{podIP: w.podIP, container: r.spec, pid: r.proc.pid}
+	t := probeTarget{podIP: w.podIP, container: r.spec, pid: r.proc.pid, image: img}
 	report := func(res probeResult) { w.post(res) }
 	var gate chan struct{}
 	if p := r.spec.StartupProbe; p != nil {
@@ -333,8 +350,12 @@ func (w *podWorker) handleExit(m processExit) {
 		return
 	}
 	policy := w.pod.Spec.RestartPolicy
-	if r.sidecar {
+	switch {
+	case r.sidecar:
 		policy = corev1.RestartPolicyAlways
+	case r.init && policy == corev1.RestartPolicyAlways:
+		// As kubelet: an init container runs to completion; a pod's Always restarts it on failure.
+		policy = corev1.RestartPolicyOnFailure
 	}
 	if policy == corev1.RestartPolicyAlways || (policy == corev1.RestartPolicyOnFailure && code != 0) {
 		w.scheduleRestart(r, finished)

@@ -28,15 +28,19 @@ func (e *errContainerConfig) Unwrap() error { return e.err }
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // containerEnv builds c's environment in Kubernetes' precedence order: runtime defaults,
-// envFrom, then env (a later entry wins; $(VAR) expands against what is defined so far).
-// coverDir, when set, becomes the runtime default GOCOVERDIR (Config.CoverDir).
-func containerEnv(ctx context.Context, src objectSource, pod *corev1.Pod, c *corev1.Container, api apiEndpoint, coverDir string) ([]string, error) {
+// the image's own (imageEnv), envFrom, then env (a later entry wins; $(VAR) expands against
+// what is defined so far). coverDir, when set, becomes the runtime default GOCOVERDIR
+// (Config.CoverDir).
+func containerEnv(ctx context.Context, src objectSource, pod *corev1.Pod, c *corev1.Container, imageEnv map[string]string, api apiEndpoint, coverDir string) ([]string, error) {
 	vars := newEnvList()
 	vars.set("PATH", defaultPath)
 	vars.set("HOME", "/root")
 	vars.set("HOSTNAME", pod.Name)
 	if coverDir != "" {
 		vars.set("GOCOVERDIR", coverDir)
+	}
+	for _, k := range sortedKeys(imageEnv) {
+		vars.set(k, imageEnv[k])
 	}
 	if api.host != "" {
 		hostPort := fmt.Sprintf("%s:%d", api.host, api.port)

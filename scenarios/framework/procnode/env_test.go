@@ -41,7 +41,7 @@ func TestContainerEnvResolvesDownwardAPIAndReferences(t *testing.T) {
 			{Name: "URL", Value: "https://$(POD_NAME).$(POD_NAMESPACE):$(PORT)/$$(POD_NAME)"},
 		},
 	}
-	env, err := containerEnv(context.Background(), testObjects(), pod, c, apiEndpoint{host: "10.244.0.1", port: 6443}, "")
+	env, err := containerEnv(context.Background(), testObjects(), pod, c, nil, apiEndpoint{host: "10.244.0.1", port: 6443}, "")
 	require.NoError(t, err)
 	for _, want := range []string{
 		"POD_NAME=op-0", "POD_NAMESPACE=ns", "POD_IP=10.244.0.7", "SA=op", "NODE=node-1",
@@ -59,7 +59,7 @@ func TestContainerEnvResolvesDownwardAPIAndReferences(t *testing.T) {
 func TestContainerEnvMissingReferenceIsAConfigError(t *testing.T) {
 	c := &corev1.Container{Name: "c", Env: []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{
 		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "certs"}, Key: "nope"}}}}}
-	_, err := containerEnv(context.Background(), testObjects(), volumePod(), c, apiEndpoint{}, "")
+	_, err := containerEnv(context.Background(), testObjects(), volumePod(), c, nil, apiEndpoint{}, "")
 	var cfgErr *errContainerConfig
 	require.ErrorAs(t, err, &cfgErr, "missing key: %v, want errContainerConfig", err)
 	want := `env X of container "c": couldn't find key nope in Secret ns/certs`
@@ -77,17 +77,17 @@ func TestContainerArgvReplacesTheEntrypointWithTheMappedBinary(t *testing.T) {
 }
 
 func TestContainerEnvCoverDirIsARuntimeDefault(t *testing.T) {
-	withCover, err := containerEnv(context.Background(), testObjects(), volumePod(), &corev1.Container{Name: "c"}, apiEndpoint{}, "/cov")
+	withCover, err := containerEnv(context.Background(), testObjects(), volumePod(), &corev1.Container{Name: "c"}, nil, apiEndpoint{}, "/cov")
 	require.NoError(t, err)
 	assert.Contains(t, withCover, "GOCOVERDIR=/cov")
 
 	own := &corev1.Container{Name: "c", Env: []corev1.EnvVar{{Name: "GOCOVERDIR", Value: "/own"}}}
-	overridden, err := containerEnv(context.Background(), testObjects(), volumePod(), own, apiEndpoint{}, "/cov")
+	overridden, err := containerEnv(context.Background(), testObjects(), volumePod(), own, nil, apiEndpoint{}, "/cov")
 	require.NoError(t, err)
 	assert.Contains(t, overridden, "GOCOVERDIR=/own", "the container's own env wins over the runtime default")
 	assert.NotContains(t, overridden, "GOCOVERDIR=/cov")
 
-	without, err := containerEnv(context.Background(), testObjects(), volumePod(), &corev1.Container{Name: "c"}, apiEndpoint{}, "")
+	without, err := containerEnv(context.Background(), testObjects(), volumePod(), &corev1.Container{Name: "c"}, nil, apiEndpoint{}, "")
 	require.NoError(t, err)
 	for _, kv := range without {
 		assert.NotContains(t, kv, "GOCOVERDIR", "no cover dir configured, yet the container got %q", kv)

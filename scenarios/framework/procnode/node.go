@@ -347,7 +347,8 @@ func (n *node) setUpNetwork() (podNetwork, error) {
 			"so two pods listening on one port collide; the apiserver refuses loopback addresses in EndpointSlices, " +
 			"so NO EndpointSlices are published for these pods (the Service proxy selects pods itself); " +
 			"no mount namespaces: volumes are NOT at their mountPath (env GAUNTLET_VOLUME_<NAME> points at each), " +
-			"so the ServiceAccount token is not at /var/run/secrets/kubernetes.io/serviceaccount and in-cluster config fails; " +
+			"so the ServiceAccount token is not at /var/run/secrets/kubernetes.io/serviceaccount and in-cluster config fails, " +
+			"and the files an image map entry says an image carries are NOT at their paths (a container reads the host's); " +
 			"Service ports below 1024 need CAP_NET_BIND_SERVICE")
 		return hostNetwork{}, nil
 	}

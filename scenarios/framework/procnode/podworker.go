@@ -269,7 +269,7 @@ func (w *podWorker) terminate(ctx context.Context, grace time.Duration, deleteFr
 			// that is going away runs no hooks.
 			var slept time.Duration
 			if deleteFromAPI {
-				slept = preStopSleep(ctx, w.container(r.name), grace)
+				slept = w.preStop(ctx, r, grace)
 			}
 			if r.stopProbes != nil {
 				r.stopProbes()
@@ -333,9 +333,27 @@ func (w *podWorker) container(name string) *corev1.Container {
 	return nil
 }
 
-// preStopSleep runs a container's preStop sleep action (the only hook kind the process node
-// supports; exec and HTTP hooks are ignored), bounded by the grace period, and returns how long
-// it slept.
+// preStop runs container r's preStop hook, as kubelet does, within the grace period, and
+// returns how long it took: a sleep, or an exec run as an exec probe's command is (a command
+// its image lacks fails). A failed exec is a FailedPreStopHook warning, and the container is
+// stopped at once. HTTP hooks are ignored.
+func (w *podWorker) preStop(ctx context.Context, r *containerRun, grace time.Duration) time.Duration {
+	c := w.container(r.name)
+	if c == nil || c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Exec == nil || grace <= 0 {
+		return preStopSleep(ctx, c, grace)
+	}
+	start := time.Now()
+	hookCtx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	command := c.Lifecycle.PreStop.Exec.Command
+	if err := execInContainer(hookCtx, "preStop hook", command, probeTarget{container: c, pid: r.proc.pid, image: r.image}); err != nil {
+		w.warn("FailedPreStopHook", fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v", command, c.Name, w.pod.Namespace+"/"+w.pod.Name, err))
+	}
+	return time.Since(start)
+}
+
+// preStopSleep runs a container's preStop sleep action, bounded by the grace period, and
+// returns how long it slept.
 func preStopSleep(ctx context.Context, c *corev1.Container, grace time.Duration) time.Duration {
 	if c == nil || c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
 		return 0

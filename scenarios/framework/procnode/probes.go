@@ -31,6 +31,8 @@ type probeTarget struct {
 	container *corev1.Container
 	// pid is the container's process, for exec probes (run inside its namespaces).
 	pid int
+	// image is what the container's image holds: an exec command runs only what it holds.
+	image Image
 }
 
 // probeOnce runs one probe attempt; a nil error is success. The error text is what kubelet
@@ -124,19 +126,35 @@ func probeHTTP(ctx context.Context, g *corev1.HTTPGetAction, t probeTarget) erro
 
 // probeExec runs the command inside the container's mount and network namespaces.
 func probeExec(ctx context.Context, e *corev1.ExecAction, t probeTarget) error {
-	if len(e.Command) == 0 {
-		return fmt.Errorf("exec probe has no command")
+	return execInContainer(ctx, "probe", e.Command, t)
+}
+
+// execInContainer runs command (what an exec probe or hook names, the what) inside the
+// container's mount and network namespaces. For an image whose contents the node knows, the
+// program is what the image holds, or the command fails as on a real node; for an image known
+// by its binary alone it is the host's.
+func execInContainer(ctx context.Context, what string, command []string, t probeTarget) error {
+	if len(command) == 0 {
+		return fmt.Errorf("exec %s has no command", what)
+	}
+	program := command[0]
+	if t.image.Described() {
+		host, err := t.image.lookPath(program)
+		if err != nil {
+			return fmt.Errorf("command %q: %w", strings.Join(command, " "), err)
+		}
+		program = host
 	}
 	var cmd *exec.Cmd
 	if t.pid > 0 {
-		args := append([]string{"-t", strconv.Itoa(t.pid), "-m", "-n", "--"}, e.Command...)
-		cmd = exec.CommandContext(ctx, "nsenter", args...) //nolint:gosec // G204: an exec probe runs the pod spec's command, as kubelet does
+		args := append([]string{"-t", strconv.Itoa(t.pid), "-m", "-n", "--", program}, command[1:]...)
+		cmd = exec.CommandContext(ctx, "nsenter", args...) //nolint:gosec // G204: an exec probe or hook runs the pod spec's command, as kubelet does
 	} else {
-		cmd = exec.CommandContext(ctx, e.Command[0], e.Command[1:]...) //nolint:gosec // G204: as above
+		cmd = exec.CommandContext(ctx, program, command[1:]...) //nolint:gosec // G204: as above
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("command %q failed: %v: %s", strings.Join(e.Command, " "), err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("command %q failed: %v: %s", strings.Join(command, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

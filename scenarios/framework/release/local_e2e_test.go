@@ -25,6 +25,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/procnode"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 	"github.com/stretchr/testify/assert"
@@ -88,7 +89,7 @@ func localCluster(t *testing.T) string {
 		p := local.NewProvider()
 		p.WithName(fmt.Sprintf("install-e2e-%d", os.Getpid()%10000))
 		p.WithOpts(local.WithCertManager(), local.WithProgress(os.Stderr),
-			local.WithImages(map[string]string{local.OperatorImage: operator}))
+			local.WithImages(map[string]procnode.Image{local.OperatorImage: {Binary: operator}}))
 		shared.provider = p
 		_, shared.err = p.Create(ctx)
 	})

@@ -91,8 +91,9 @@ type rendered struct {
 	chart  *helmchart.Chart
 	values map[string]any
 	served target.Served
-	// entrypoints are the programs the chart runs each image as (target.Entrypoints).
-	entrypoints map[string]string
+	// objs are the rendered objects (CRDs aside): their commands settle where images hold
+	// their programs (Target.Entrypoints).
+	objs []*unstructured.Unstructured
 	// ca signs external mode's serving certificate (nil in the other modes). It is made first:
 	// a chart may refuse to render without a caBundle.
 	ca *pki.CertificateAuthority
@@ -128,34 +129,29 @@ func render(ctx context.Context, t *target.Target, mode string) (*rendered, erro
 	if r.served, err = target.ServedBy(slices.Concat(crds, objs), t.Chart.Namespace, t.Names); err != nil {
 		return nil, fmt.Errorf("reading target %s's rendered chart: %w", t.Name, err)
 	}
-	if r.entrypoints, err = target.Entrypoints(objs); err != nil {
-		return nil, fmt.Errorf("target %s's rendered chart: %w", t.Name, err)
-	}
+	r.objs = objs
 	return r, nil
 }
 
 // clusterRequest says what the suite's cluster needs: cert-manager for a release or target in
-// that mode, and the target's images — its binaries built, its chart rendered for the programs
-// the images run as.
+// that mode, and the target's images — their programs built, their files found, the chart
+// rendered for the paths the images hold their programs at.
 func (s *Suite) clusterRequest(ctx context.Context) (cluster.Request, error) {
 	req := cluster.Request{CertManager: s.spec.CertManager}
 	if s.target == nil {
 		return req, nil
 	}
 	req.CertManager = req.CertManager || s.targetMode == target.CertManager
-	err := s.progress.step("Building the binaries of target "+s.target.Name, func() error {
-		binaries, err := s.target.Binaries(ctx, s.progress.writer())
+	err := s.progress.step("Building the images of target "+s.target.Name, func() error {
+		images, err := s.target.Images(ctx, s.progress.writer())
 		if err != nil {
 			return err
 		}
 		if s.rendered, err = render(ctx, s.target, s.targetMode); err != nil {
 			return err
 		}
-		req.Images = map[string]cluster.Image{}
-		for ref, bin := range binaries {
-			req.Images[ref] = cluster.Image{Binary: bin, Entrypoint: s.rendered.entrypoints[ref]}
-		}
-		return nil
+		req.Images, err = s.target.Entrypoints(images, s.rendered.objs)
+		return err
 	})
 	if err != nil {
 		return req, err

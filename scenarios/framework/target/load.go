@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -61,7 +62,7 @@ func Parse(file string, data []byte) (*Target, error) {
 	if err := doc.Decode(&t); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	t.dir = filepath.Dir(file)
+	t.dir, t.file, t.lines = filepath.Dir(file), file, v.lines
 	v.rules(&t, t.dir)
 	if len(v.problems) > 0 {
 		return nil, v.err()
@@ -81,18 +82,26 @@ func (v *validator) add(line int, field, format string, args ...any) {
 
 // at adds a problem at the line of field (or of its closest recorded parent).
 func (v *validator) at(field, format string, args ...any) {
+	v.add(lineOf(v.lines, field), field, format, args...)
+}
+
+// lineOf is the line of field, or of its closest recorded parent.
+func lineOf(lines map[string]int, field string) int {
 	for p := field; ; {
-		if line, ok := v.lines[p]; ok {
-			v.add(line, field, format, args...)
-			return
+		if line, ok := lines[p]; ok {
+			return line
 		}
 		i := strings.LastIndexAny(p, ".[")
 		if i < 0 {
-			v.add(1, field, format, args...)
-			return
+			return 1
 		}
 		p = p[:i]
 	}
+}
+
+// problem is a problem with field found after Load (by a build), at the field's line.
+func (t *Target) problem(field, format string, args ...any) Problem {
+	return Problem{File: t.file, Line: lineOf(t.lines, field), Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (v *validator) err() error {
@@ -205,9 +214,13 @@ func (v *validator) rules(t *Target, dir string) {
 	case s.Images == nil && len(s.Binaries) == 0:
 		v.at("source.binaries", "required with module or dir: the image each main package is built into")
 	}
+	if s.Images != nil && len(s.StandIns) > 0 {
+		v.at("source.standIns", "prebuilt images are not built: leave standIns out with images")
+	}
 	if s.Dir != "" {
 		v.dirExists("source.dir", dir, s.Dir)
 	}
+	v.imageRules(s, dir)
 	if s.Dir != "" || s.Images != nil {
 		v.dirExists("chart.path", dir, t.Chart.Path)
 	}
@@ -273,6 +286,64 @@ func (v *validator) rules(t *Target, dir string) {
 			if !slices.Contains(modes, m) {
 				v.at(fmt.Sprintf("divergences[%d].modes[%d]", i, j), "%s is not a mode the target declares (%s)", m, strings.Join(modes, ", "))
 			}
+		}
+	}
+}
+
+// imageRules checks the images the source builds: one entry per image; what each holds at
+// clean absolute paths, one thing at a path; the files it carries exist (a module's, once it is
+// fetched for the build); a stand-in says what it replaces and why.
+func (v *validator) imageRules(s Source, dir string) {
+	entries := map[string]string{}
+	entry := func(field, image string) {
+		if first, ok := entries[image]; ok {
+			v.at(field+".image", "image %s has an entry already (%s): give one entry per image, with every program and file it holds", image, first)
+			return
+		}
+		entries[image] = field
+	}
+	for i, b := range s.Binaries {
+		field := fmt.Sprintf("source.binaries[%d]", i)
+		entry(field, b.Image)
+		paths := map[string]string{}
+		held := func(f, p string) {
+			if !path.IsAbs(p) || path.Clean(p) != p {
+				v.at(f, "%q is no path in an image: give a clean absolute path, as a container's command names it (e.g. /crd-apply)", p)
+				return
+			}
+			if first, ok := paths[p]; ok {
+				v.at(f, "image %s holds %s already (%s): an image holds one thing at a path", b.Image, p, first)
+				return
+			}
+			paths[p] = f
+		}
+		if b.Path != "" {
+			held(field+".path", b.Path)
+		}
+		for j, p := range b.Programs {
+			held(fmt.Sprintf("%s.programs[%d].path", field, j), p.Path)
+		}
+		for j, f := range b.Files {
+			from := fmt.Sprintf("%s.files[%d].from", field, j)
+			held(fmt.Sprintf("%s.files[%d].path", field, j), f.Path)
+			switch {
+			case s.Module != nil && !filepath.IsLocal(f.From):
+				v.at(from, "%q is not inside the module: give a path relative to the module's root (e.g. config/crd/bases)", f.From)
+			case s.Module == nil:
+				if _, err := os.Stat(filepath.Join(dir, f.From)); err != nil {
+					v.at(from, "%s does not exist (paths are relative to the description's directory %s)", f.From, dir)
+				}
+			}
+		}
+	}
+	for i, si := range s.StandIns {
+		field := fmt.Sprintf("source.standIns[%d]", i)
+		entry(field, si.Image)
+		if strings.TrimSpace(si.Replaces) == "" {
+			v.at(field+".replaces", "say what the image's containers do that the stand-in does not: the report lists it")
+		}
+		if strings.TrimSpace(si.Why) == "" {
+			v.at(field+".why", "say why the image cannot run here and why the checks do not need it: the report lists it")
 		}
 	}
 }

@@ -1,7 +1,9 @@
 package target
 
 import (
+	"context"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,6 +140,20 @@ func TestEveryProblemIsReportedByFileAndLine(t *testing.T) {
 			[]string{"20: field probes[0].patch: not a JSON patch (a list of operations): invalid character 'o' looking for beginning of object key string"}},
 		{"a divergence in an undeclared mode", "probes:", "divergences:\n  - {check: W3, modes: [external], why: x, link: https://example.com}\nprobes:",
 			[]string{"18: field divergences[0].modes[0]: external is not a mode the target declares (selfManaged)"}},
+		{"a program at a path that is not clean and absolute", "    - {image: \"demo:v1.2.3\", package: ./cmd/demo}\n", "    - image: \"demo:v1.2.3\"\n      package: ./cmd/demo\n      programs:\n        - {path: crd-apply, package: ./cmd/crd-apply}\n",
+			[]string{`8: field source.binaries[0].programs[0].path: "crd-apply" is no path in an image: give a clean absolute path, as a container's command names it (e.g. /crd-apply)`}},
+		{"a program at a path that is not clean", "    - {image: \"demo:v1.2.3\", package: ./cmd/demo}\n", "    - image: \"demo:v1.2.3\"\n      package: ./cmd/demo\n      programs:\n        - {path: /bin/../crd-apply, package: ./cmd/crd-apply}\n",
+			[]string{`8: field source.binaries[0].programs[0].path: "/bin/../crd-apply" is no path in an image: give a clean absolute path, as a container's command names it (e.g. /crd-apply)`}},
+		{"two things at one path of an image", "    - {image: \"demo:v1.2.3\", package: ./cmd/demo}\n", "    - image: \"demo:v1.2.3\"\n      package: ./cmd/demo\n      path: /manager\n      files:\n        - {path: /manager, from: crds}\n",
+			[]string{"9: field source.binaries[0].files[0].path: image demo:v1.2.3 holds /manager already (source.binaries[0].path): an image holds one thing at a path"}},
+		{"a file outside the module", "    - {image: \"demo:v1.2.3\", package: ./cmd/demo}\n", "    - image: \"demo:v1.2.3\"\n      package: ./cmd/demo\n      files:\n        - {path: /opt/crds, from: ../crds}\n",
+			[]string{`8: field source.binaries[0].files[0].from: "../crds" is not inside the module: give a path relative to the module's root (e.g. config/crd/bases)`}},
+		{"two entries for one image", "    - {image: \"demo:v1.2.3\", package: ./cmd/demo}\n", "    - {image: \"demo:v1.2.3\", package: ./cmd/demo}\n  standIns:\n    - {image: \"demo:v1.2.3\", replaces: the operator, why: none here, runs: exitAtOnce}\n",
+			[]string{"7: field source.standIns[0].image: image demo:v1.2.3 has an entry already (source.binaries[0]): give one entry per image, with every program and file it holds"}},
+		{"a stand-in without a reason", "    - {image: \"demo:v1.2.3\", package: ./cmd/demo}\n", "    - {image: \"demo:v1.2.3\", package: ./cmd/demo}\n  standIns:\n    - {image: \"proxy:1\", replaces: the metrics proxy sidecar, why: \" \", runs: untilStopped}\n",
+			[]string{"7: field source.standIns[0].why: say why the image cannot run here and why the checks do not need it: the report lists it"}},
+		{"a stand-in that runs some other way", "    - {image: \"demo:v1.2.3\", package: ./cmd/demo}\n", "    - {image: \"demo:v1.2.3\", package: ./cmd/demo}\n  standIns:\n    - {image: \"proxy:1\", replaces: the metrics proxy sidecar, why: no image here, runs: forever}\n",
+			[]string{`7: field source.standIns[0].runs: "forever" is not one of untilStopped, exitAtOnce`}},
 		{"problems on several lines, in line order", "name: demo", "name: demo\nlabels: {}\nsource2: {}",
 			[]string{"2: field labels: unknown field; a target has name, description, source, chart, certModes, setup, probes, names, divergences",
 				"3: field source2: unknown field; a target has name, description, source, chart, certModes, setup, probes, names, divergences"}},
@@ -165,4 +181,62 @@ func TestAnEmptyFileSaysWhereToStart(t *testing.T) {
 func TestLoadNamesAMissingFile(t *testing.T) {
 	_, err := Load(filepath.Join(t.TempDir(), "nothing-here"))
 	assert.ErrorContains(t, err, "read target description: open ")
+}
+
+// dirSource is a description of a target built from the source directory beside it: a module
+// whose main package is the root, and whose image carries the directory crds.
+const dirSource = `name: demo
+source:
+  dir: src
+  binaries:
+    - image: "demo:v1"
+      package: .
+      programs:
+        - {path: /crd-apply, package: ./cmd/crd-apply}
+      files:
+        - {path: /opt/crds, from: src/crds}
+chart:
+  path: chart
+  release: demo
+  namespace: demo-system
+certModes:
+  selfManaged: {}
+  notApplicable: {certManager: none, external: none}
+probes:
+  - webhook: validate.demo.example.com
+    admitted: ok.yaml
+    denied: {object: bad.yaml, message: denied}
+`
+
+// dirSourceDir holds dirSource's files: its probes, its chart directory and its module.
+func dirSourceDir(t *testing.T) string {
+	dir := probeDir(t)
+	for _, d := range []string{"chart", "src/crds"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, d), 0o750))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "src", "go.mod"), []byte("module example.com/demo\n\ngo 1.24\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "src", "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o600))
+	return dir
+}
+
+func TestAFileAnImageCarriesMustExist(t *testing.T) {
+	dir := dirSourceDir(t)
+	file := filepath.Join(dir, FileName)
+	_, err := Parse(file, []byte(dirSource))
+	require.NoError(t, err)
+	_, err = Parse(file, []byte(strings.Replace(dirSource, "from: src/crds", "from: src/crd", 1)))
+	assert.EqualError(t, err, file+":10: field source.binaries[0].files[0].from: src/crd does not exist (paths are relative to the description's directory "+dir+")")
+}
+
+func TestAProgramThatDoesNotBuildIsNamedByItsField(t *testing.T) {
+	t.Setenv("GAUNTLET_CACHE", t.TempDir())
+	t.Setenv("GOWORK", "off")
+	dir := dirSourceDir(t)
+	file := filepath.Join(dir, FileName)
+	tg, err := Parse(file, []byte(dirSource))
+	require.NoError(t, err)
+	_, err = tg.Images(context.Background(), io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), file+":8: field source.binaries[0].programs[0].package: ./cmd/crd-apply does not build: go build ./cmd/crd-apply in "+filepath.Join(dir, "src")+": ")
+	assert.Contains(t, err.Error(), "give a main package of the module, relative to its root (. for the root)")
 }

@@ -3,6 +3,8 @@ package target
 import (
 	"errors"
 	"fmt"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -14,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
 )
 
 // Webhook is one webhook the rendered chart registers.
@@ -295,41 +299,96 @@ type Installed struct {
 	Served    Served
 }
 
-// Entrypoints are, for every image the pod templates of objs run, the path the containers'
-// command names as their program ("" when they run the image's own entrypoint). An image two
-// containers run as different programs is an error: one binary stands for the image.
-func Entrypoints(objs []*unstructured.Unstructured) (map[string]string, error) {
-	out := map[string]string{}
+// standInPath is where a stand-in image holds the stand-in when the chart's commands name no
+// path for it.
+const standInPath = "/gauntlet-standin"
+
+// Entrypoints settles, from the containers of objs (the rendered chart), where images hold
+// what the description leaves to the chart: a built image's entrypoint, when the description
+// gives no path, is the one path the chart's commands name for the image beyond its declared
+// programs (or /<the program's name> when they name none); a stand-in is held at every path the
+// chart's commands name for its image, so whatever they run is the stand-in. An image the chart
+// runs as two programs the description does not declare is an error naming the field to set.
+func (t *Target) Entrypoints(images map[string]cluster.Image, objs []*unstructured.Unstructured) (map[string]cluster.Image, error) {
+	commands := commandsRun(objs)
+	out := map[string]cluster.Image{}
+	for ref, img := range images {
+		out[ref] = img
+	}
 	var errs []error
+	for i, b := range t.Source.Binaries {
+		img := out[b.Image]
+		if img.Entrypoint != "" {
+			continue
+		}
+		var undeclared []string
+		for _, c := range commands[b.Image] {
+			if _, declared := img.Programs[c]; !declared {
+				undeclared = append(undeclared, c)
+			}
+		}
+		switch len(undeclared) {
+		case 0:
+			img.Entrypoint = "/" + filepath.Base(img.Binary)
+		case 1:
+			img.Entrypoint = undeclared[0]
+		default:
+			errs = append(errs, t.problem(fmt.Sprintf("source.binaries[%d].path", i),
+				"the chart runs image %s as %s: give the entrypoint's path here, and each other program under programs", b.Image, strings.Join(undeclared, " and ")))
+		}
+		out[b.Image] = img
+	}
+	for _, si := range t.Source.StandIns {
+		img := out[si.Image]
+		img.Entrypoint, img.Programs = standInPath, map[string]string{}
+		for i, c := range commands[si.Image] {
+			if i == 0 {
+				img.Entrypoint = c
+				continue
+			}
+			img.Programs[c] = img.Binary
+		}
+		out[si.Image] = img
+	}
+	return out, errors.Join(errs...)
+}
+
+// commandsRun are, for every image the pod templates of objs run, the distinct paths their
+// containers' commands name as their program, in the order the chart gives them; a name
+// without a slash is where a container runtime finds it along the default PATH of an image
+// that sets none, /usr/local/bin.
+func commandsRun(objs []*unstructured.Unstructured) map[string][]string {
+	out := map[string][]string{}
 	for _, o := range objs {
-		var path []string
+		var spec []string
 		switch o.GetKind() {
 		case "Pod":
-			path = []string{"spec"}
+			spec = []string{"spec"}
 		case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job":
-			path = []string{"spec", "template", "spec"}
+			spec = []string{"spec", "template", "spec"}
 		case "CronJob":
-			path = []string{"spec", "jobTemplate", "spec", "template", "spec"}
+			spec = []string{"spec", "jobTemplate", "spec", "template", "spec"}
 		default:
 			continue
 		}
 		for _, field := range []string{"initContainers", "containers"} {
-			containers, _, _ := unstructured.NestedSlice(o.Object, append(path, field)...)
+			containers, _, _ := unstructured.NestedSlice(o.Object, append(spec, field)...)
 			for _, c := range containers {
 				cm, _ := c.(map[string]any)
 				image, _ := cm["image"].(string)
 				command, _, _ := unstructured.NestedStringSlice(cm, "command")
-				entrypoint := ""
-				if len(command) > 0 {
-					entrypoint = command[0]
-				}
-				if prev, seen := out[image]; seen && prev != entrypoint {
-					errs = append(errs, fmt.Errorf("%s %s runs image %s as %q, another container as %q: one binary cannot be both", o.GetKind(), o.GetName(), image, entrypoint, prev))
+				if len(command) == 0 {
 					continue
 				}
-				out[image] = entrypoint
+				program := path.Join("/", command[0])
+				if !strings.Contains(command[0], "/") {
+					program = path.Join("/usr/local/bin", command[0])
+				}
+				if !slices.Contains(out[image], program) {
+					out[image] = append(out[image], program)
+				}
 			}
 		}
 	}
-	return out, errors.Join(errs...)
+	return out
 }

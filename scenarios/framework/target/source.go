@@ -11,29 +11,74 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/gomodule"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
-// Binaries builds every binary the target's images run (a module version's once, then from the
-// cache; a source directory's every time, Go's build cache making the second build quick) and
-// returns them by image reference. Prebuilt images need none.
-func (t *Target) Binaries(ctx context.Context, progress io.Writer) (map[string]string, error) {
-	out := map[string]string{}
-	for _, b := range t.Source.Binaries {
-		var bin string
+// Images builds what each image the target builds holds — its programs (a module version's
+// once, then from the cache; a source directory's every time, Go's build cache making the
+// second build quick) and its files — or, for a stand-in, gauntlet's stand-in program; and
+// returns them by image reference. An entrypoint's path the description leaves out is left
+// "" for the chart to settle (Entrypoints). Prebuilt images need none.
+func (t *Target) Images(ctx context.Context, progress io.Writer) (map[string]cluster.Image, error) {
+	out := map[string]cluster.Image{}
+	var moduleDir string
+	for i, b := range t.Source.Binaries {
+		field := fmt.Sprintf("source.binaries[%d]", i)
+		img := cluster.Image{Entrypoint: b.Path, Programs: map[string]string{}, Files: map[string]string{}}
 		var err error
-		if m := t.Source.Module; m != nil {
-			bin, err = gomodule.Build(ctx, m.Path, m.Version, b.Package, progress)
-		} else {
-			bin, err = t.buildFromDir(ctx, b.Package, progress)
+		if img.Binary, err = t.build(ctx, field+".package", b.Package, progress); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("target %s, image %s: %w", t.Name, b.Image, err)
+		for j, p := range b.Programs {
+			if img.Programs[p.Path], err = t.build(ctx, fmt.Sprintf("%s.programs[%d].package", field, j), p.Package, progress); err != nil {
+				return nil, err
+			}
 		}
-		out[b.Image] = bin
+		for j, f := range b.Files {
+			from := filepath.Join(t.dir, f.From)
+			if m := t.Source.Module; m != nil {
+				if moduleDir == "" {
+					if moduleDir, err = gomodule.Resolve(ctx, m.Path, m.Version); err != nil {
+						return nil, fmt.Errorf("target %s: %w", t.Name, err)
+					}
+				}
+				from = filepath.Join(moduleDir, f.From)
+				if _, err := os.Stat(from); err != nil {
+					return nil, t.problem(fmt.Sprintf("%s.files[%d].from", field, j), "%s is not in module %s@%s (%s): give a path relative to the module's root", f.From, m.Path, m.Version, moduleDir)
+				}
+			}
+			img.Files[f.Path] = from
+		}
+		out[b.Image] = img
+	}
+	if len(t.Source.StandIns) == 0 {
+		return out, nil
+	}
+	built, err := workspace.Build(ctx, workspace.BinDir(), workspace.BuildOptions{Static: true}, workspace.StandInPackage)
+	if err != nil {
+		return nil, fmt.Errorf("target %s, stand-ins: %w", t.Name, err)
+	}
+	for _, si := range t.Source.StandIns {
+		out[si.Image] = cluster.Image{Binary: built[workspace.StandInPackage], Env: map[string]string{workspace.StandInEnv: si.Runs}}
 	}
 	return out, nil
+}
+
+// build builds main package pkg of the target's source, the description's field.
+func (t *Target) build(ctx context.Context, field, pkg string, progress io.Writer) (string, error) {
+	var bin string
+	var err error
+	if m := t.Source.Module; m != nil {
+		bin, err = gomodule.Build(ctx, m.Path, m.Version, pkg, progress)
+	} else {
+		bin, err = t.buildFromDir(ctx, pkg, progress)
+	}
+	if err != nil {
+		return "", t.problem(field, "%s does not build: %s; give a main package of the module, relative to its root (. for the root)", pkg, strings.TrimSpace(err.Error()))
+	}
+	return bin, nil
 }
 
 // buildFromDir builds pkg of the source directory statically into the cache.

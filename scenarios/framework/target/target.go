@@ -25,7 +25,9 @@ type Target struct {
 	Names       Names        `yaml:"names,omitempty" doc:"Names the checks would otherwise read from the rendered chart; give one only where the chart leaves a choice."`
 	Divergences []Divergence `yaml:"divergences,omitempty" doc:"Checks the target is known to fail, each with the reason and a link. The report marks each reproduced or no longer reproducing; only unexpected results fail the run."`
 
-	dir string // the description's directory, which its paths are relative to
+	dir   string         // the description's directory, which its paths are relative to
+	file  string         // the description's file
+	lines map[string]int // field path → line, for problems found after Load (a build's)
 }
 
 // Dir is the description's directory; the paths it gives are relative to it.
@@ -33,10 +35,11 @@ func (t *Target) Dir() string { return t.dir }
 
 // Source is where the binaries come from: exactly one of Module, Dir and Images.
 type Source struct {
-	Module   *Module  `yaml:"module,omitempty" doc:"Build from a Go module version the module proxy serves."`
-	Dir      string   `yaml:"dir,omitempty" doc:"Build from a source directory (relative to this file) holding the module."`
-	Images   []string `yaml:"images,omitempty" doc:"Prebuilt images the cluster can already pull (provider existing): nothing is built."`
-	Binaries []Binary `yaml:"binaries,omitempty" doc:"With module or dir: the image references the chart renders, each with the main package that is its program."`
+	Module   *Module   `yaml:"module,omitempty" doc:"Build from a Go module version the module proxy serves."`
+	Dir      string    `yaml:"dir,omitempty" doc:"Build from a source directory (relative to this file) holding the module."`
+	Images   []string  `yaml:"images,omitempty" doc:"Prebuilt images the cluster can already pull (provider existing): nothing is built."`
+	Binaries []Binary  `yaml:"binaries,omitempty" doc:"With module or dir: the image references the chart renders, each with the main package that is its program."`
+	StandIns []StandIn `yaml:"standIns,omitempty" doc:"With module or dir: images the chart renders that cannot be built here (a sidecar's, a hook Job's), each run as gauntlet's stand-in program instead. The report lists them."`
 }
 
 // Module is a Go module version.
@@ -45,10 +48,36 @@ type Module struct {
 	Version string `yaml:"version" doc:"A version the module proxy serves, e.g. v3.23.1." pattern:"^v[0-9]+\\.[0-9]+\\.[0-9]+"`
 }
 
-// Binary is one image the chart renders and the program it runs.
+// Binary is one image the chart renders: the program it runs, and what else it holds. Built
+// FROM scratch, it holds these and nothing else: a command, exec probe or hook naming anything
+// else fails, as on a real node.
 type Binary struct {
-	Image   string `yaml:"image" doc:"The image reference as the rendered chart has it, e.g. openpolicyagent/gatekeeper:v3.23.1."`
-	Package string `yaml:"package" doc:"The main package of the image's entrypoint, relative to the module root (. for the root)."`
+	Image    string      `yaml:"image" doc:"The image reference as the rendered chart has it, e.g. openpolicyagent/gatekeeper:v3.23.1."`
+	Package  string      `yaml:"package" doc:"The main package of the image's entrypoint, relative to the module root (. for the root)."`
+	Path     string      `yaml:"path,omitempty" doc:"Where the image holds the entrypoint, e.g. /manager. Left out: the path the chart's containers name in their command, or /<the program's name> when they name none."`
+	Programs []Program   `yaml:"programs,omitempty" doc:"Further programs the image holds, which a container's command (an init container's, say) may name."`
+	Files    []ImageFile `yaml:"files,omitempty" doc:"Files and directories the image holds, which its programs read (e.g. CRDs under /opt)."`
+}
+
+// Program is one more program an image holds.
+type Program struct {
+	Path    string `yaml:"path" doc:"Where the image holds it, as a container's command names it: a clean absolute path, e.g. /crd-apply."`
+	Package string `yaml:"package" doc:"Its main package, relative to the module root, e.g. ./cmd/crd-apply."`
+}
+
+// ImageFile is a file or directory an image holds.
+type ImageFile struct {
+	Path string `yaml:"path" doc:"Where the image holds it: a clean absolute path, e.g. /opt/crds."`
+	From string `yaml:"from" doc:"The file or directory put there: inside the module with source.module, else relative to this file, e.g. config/crd/bases."`
+}
+
+// StandIn is an image nobody can build here, run as gauntlet's stand-in program.
+type StandIn struct {
+	Image    string `yaml:"image" doc:"The image reference as the rendered chart has it, e.g. quay.io/brancz/kube-rbac-proxy:v0.18.0."`
+	Replaces string `yaml:"replaces" doc:"What the image's containers do for the operator, which the stand-in does not, e.g. the metrics proxy sidecar."`
+	Why      string `yaml:"why" doc:"Why it cannot run here, and why the checks do not need it."`
+	// Runs takes workspace.StandInUntilStopped or workspace.StandInExitAtOnce.
+	Runs string `yaml:"runs" doc:"untilStopped: the stand-in stays up until it is stopped, then exits 0 (a sidecar's); exitAtOnce: it exits 0 at once (a hook Job's)." enum:"untilStopped,exitAtOnce"`
 }
 
 // Chart is the chart users install.

@@ -23,6 +23,17 @@ const (
 	// DelayProxyPackage is the delaying TCP proxy a suite that installs a target asks its
 	// cluster to run as an image (W16's T9).
 	DelayProxyPackage = "./scenarios/tools/cmd/gauntlet-delay-proxy"
+	// StandInPackage is the program a target's stand-in images run (target.StandIn).
+	StandInPackage = "./scenarios/tools/cmd/gauntlet-standin"
+)
+
+// How the stand-in program runs: its image's ENV StandInEnv is one of the two ways.
+const (
+	StandInEnv = "GAUNTLET_STAND_IN"
+	// StandInUntilStopped: it stays up until SIGTERM, then exits 0 (a sidecar's stand-in).
+	StandInUntilStopped = "untilStopped"
+	// StandInExitAtOnce: it exits 0 at once (a hook Job's stand-in).
+	StandInExitAtOnce = "exitAtOnce"
 )
 
 // operatorVersionVar is the variable -ldflags -X stamps the operator's version into.

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/certmanager"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -56,5 +57,5 @@ func BuildCertManagerImage(ctx context.Context) (string, error) {
 		return "", err
 	}
 	ref := CertManagerImageRepository + ":" + sum[:12]
-	return ref, BuildScratchImage(ctx, ref, binary, "")
+	return ref, BuildScratchImage(ctx, ref, cluster.Image{Binary: binary, Entrypoint: "/" + filepath.Base(binary)})
 }

@@ -7,16 +7,20 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -61,77 +65,155 @@ func BuildImage(ctx context.Context, ref, dockerfile, contextDir string) error {
 	return nil
 }
 
-// scratchDockerfile packages one static executable, as operator/Dockerfile does. Its label says
-// which binary the image holds and where, so that BuildScratchImage can tell an image it built
-// from the same binary from any other image of that name.
-const scratchDockerfile = `FROM scratch
-COPY program %[1]s
-USER 65532:65532
-LABEL %[2]s=%[3]q
-ENTRYPOINT [%[1]q]
-`
-
-// scratchLabel is the label of scratchDockerfile: "sha256:<the binary's hash> <its path>".
+// scratchLabel labels an image BuildScratchImage built with the hash of its build context, so
+// that it can tell an image it built from the same programs, files and paths from any other
+// image of that name.
 const scratchLabel = "dev.gauntlet.scratch-image"
 
-// BuildScratchImage packages the static executable binary into an image FROM scratch tagged
-// exactly ref (say, the image a chart names, openpolicyagent/gatekeeper:v3.23.1, so that the
-// chart's pods find it once loaded), running as user 65532. The program sits at entrypoint, the
-// image's ENTRYPOINT: the path the chart's command names, if it names one (/manager), or ""
-// for /<binary's base name>. It builds nothing when Docker's image ref holds that binary at that
-// path already; an image of that name holding anything else is replaced.
-func BuildScratchImage(ctx context.Context, ref, binary, entrypoint string) error {
-	if entrypoint == "" {
-		entrypoint = "/" + filepath.Base(binary)
-	}
-	if !entrypointPattern.MatchString(entrypoint) || path.Clean(entrypoint) != entrypoint {
-		return fmt.Errorf("building image %s: entrypoint %q must be a clean absolute path of letters, digits and . _ - (e.g. /manager)", ref, entrypoint)
-	}
-	st, err := os.Stat(binary)
-	if err != nil {
-		return fmt.Errorf("building image %s: %w", ref, err)
-	}
-	if !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
-		return fmt.Errorf("building image %s: %s is not an executable file", ref, binary)
-	}
-	sum, err := fileHash(binary)
-	if err != nil {
-		return fmt.Errorf("building image %s: %w", ref, err)
-	}
-	content := "sha256:" + sum + " " + entrypoint
-	if got, err := docker(ctx, "image", "inspect", "--format", `{{index .Config.Labels "`+scratchLabel+`"}}`, ref); err == nil && strings.TrimSpace(got) == content {
-		return nil
-	}
-	// A build context of its own: the binary may sit in a read-only directory (the module
+// BuildScratchImage packages img into an image FROM scratch tagged exactly ref (say, the image
+// a chart names, openpolicyagent/gatekeeper:v3.23.1, so that the chart's pods find it once
+// loaded), running as user 65532: its entrypoint at img.Entrypoint (the image's ENTRYPOINT, the
+// path the chart's command names, e.g. /manager), its further programs and files at their
+// paths, its environment as ENV. It holds nothing else, as the FROM scratch images operators
+// ship. It builds nothing when Docker's image ref was built from the same context already; an
+// image of that name holding anything else is replaced.
+func BuildScratchImage(ctx context.Context, ref string, img cluster.Image) error {
+	// A build context of its own: the programs may sit in a read-only directory (the module
 	// cache), or beside other files that Docker would send along.
 	dir, err := os.MkdirTemp("", "gauntlet-scratch-image-")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(dir) }() // a temporary build context
-	if err := copyExecutable(binary, filepath.Join(dir, "program")); err != nil {
+	content, err := writeScratchContext(dir, img)
+	if err != nil {
 		return fmt.Errorf("building image %s: %w", ref, err)
 	}
-	dockerfile := filepath.Join(dir, "Dockerfile")
-	if err := os.WriteFile(dockerfile, fmt.Appendf(nil, scratchDockerfile, entrypoint, scratchLabel, content), 0o600); err != nil {
-		return err
+	if got, err := docker(ctx, "image", "inspect", "--format", `{{index .Config.Labels "`+scratchLabel+`"}}`, ref); err == nil && strings.TrimSpace(got) == content {
+		return nil
 	}
-	return BuildImage(ctx, ref, dockerfile, dir)
+	return BuildImage(ctx, ref, filepath.Join(dir, "Dockerfile"), dir)
 }
 
-var entrypointPattern = regexp.MustCompile(`^(/[A-Za-z0-9._-]+)+$`)
+// writeScratchContext writes img's build context into dir: each program under programs/, each
+// file or directory under files/, and a Dockerfile copying them to their paths in the image.
+// It returns the context's hash, which the Dockerfile labels the image with.
+func writeScratchContext(dir string, img cluster.Image) (string, error) {
+	programs := map[string]string{img.Entrypoint: img.Binary}
+	for p, bin := range img.Programs {
+		programs[p] = bin
+	}
+	var df strings.Builder
+	df.WriteString("FROM scratch\n")
+	for i, p := range append(slices.Sorted(maps.Keys(programs)), slices.Sorted(maps.Keys(img.Files))...) {
+		if !imagePathPattern.MatchString(p) || path.Clean(p) != p {
+			return "", fmt.Errorf("%q must be a clean absolute path of letters, digits and . _ - (e.g. /manager)", p)
+		}
+		var src string
+		var err error
+		if bin, ok := programs[p]; ok {
+			src = fmt.Sprintf("programs/%d", i)
+			err = copyExecutable(bin, filepath.Join(dir, src))
+		} else {
+			src = fmt.Sprintf("files/%d", i)
+			err = copyReadable(img.Files[p], filepath.Join(dir, src))
+		}
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&df, "COPY %s %s\n", src, p)
+	}
+	for _, k := range slices.Sorted(maps.Keys(img.Env)) {
+		fmt.Fprintf(&df, "ENV %s=%q\n", k, img.Env[k])
+	}
+	fmt.Fprintf(&df, "USER 65532:65532\nENTRYPOINT [%q]\n", img.Entrypoint)
+	sum, err := contextHash(dir, df.String())
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(&df, "LABEL %s=%q\n", scratchLabel, sum)
+	return sum, os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df.String()), 0o600)
+}
+
+var imagePathPattern = regexp.MustCompile(`^(/[A-Za-z0-9._-]+)+$`)
+
+// contextHash is "sha256:<hex>" of the Dockerfile and of every file of the context: its path,
+// mode and content.
+func contextHash(dir, dockerfile string) (string, error) {
+	h := sha256.New()
+	_, _ = io.WriteString(h, dockerfile)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		sum, err := fileHash(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		_, _ = fmt.Fprintf(h, "%s %o %s\n", rel, info.Mode().Perm(), sum)
+		return nil
+	})
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), err
+}
+
+// copyReadable copies the file or directory src to dst, readable by anyone (directories
+// searchable): the image's programs run as user 65532 and read them.
+func copyReadable(src, dst string) error {
+	info, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return copyFile(src, dst, 0o644)
+	}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755) //nolint:gosec // G301: a directory the image's user 65532 reads
+		}
+		return copyFile(p, target, 0o644)
+	})
+}
 
 // copyExecutable copies src to dst, executable by anyone: the image runs it as user 65532,
-// whoever owns src and whatever its mode.
+// whoever owns src and whatever its mode. src must be an executable file.
 func copyExecutable(src, dst string) error {
-	in, err := os.Open(src) //nolint:gosec // G304: the binary the caller packages
+	st, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", src)
+	}
+	return copyFile(src, dst, 0o755)
+}
+
+// copyFile copies src to dst (a new file, its directory made if need be) with mode perm.
+func copyFile(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src) //nolint:gosec // G304: a program or file the caller packages
 	if err != nil {
 		return err
 	}
 	defer func() { _ = in.Close() }() // read only
 
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755) //nolint:gosec // G302,G304: an executable in a build context of our own
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil { //nolint:gosec // G301: a build context of our own, read by Docker
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm) //nolint:gosec // G304: a file in a build context of our own
 	if err != nil {
+		return err
+	}
+	if err := out.Chmod(perm); err != nil { // whatever the umask
+		_ = out.Close()
 		return err
 	}
 	if _, err := io.Copy(out, in); err != nil {

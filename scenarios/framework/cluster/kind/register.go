@@ -66,7 +66,7 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	for _, ref := range slices.Sorted(maps.Keys(req.Images)) {
 		img := req.Images[ref]
 		if err := req.Step("Building image "+ref+" FROM scratch", func() error {
-			return BuildScratchImage(ctx, ref, img.Binary, img.Entrypoint)
+			return BuildScratchImage(ctx, ref, img)
 		}); err != nil {
 			return nil, err
 		}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/procnode"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -23,7 +26,7 @@ const (
 // resolveBinaries finds or builds every executable cfg needs and records each absolute path in
 // cfg.Binaries, so that later commands (down, logs) run exactly what up ran. It returns the
 // image map for the node: the defaults (the operator, when the workspace has it) plus cfg.Images.
-func resolveBinaries(ctx context.Context, cfg *Config) (map[string]string, error) {
+func resolveBinaries(ctx context.Context, cfg *Config) (map[string]procnode.Image, error) {
 	b := &cfg.Binaries
 	if b.Dir == "" {
 		b.Dir = workspace.ControlPlaneDir(cfg.KubernetesVersion)
@@ -60,7 +63,7 @@ func resolveBinaries(ctx context.Context, cfg *Config) (map[string]string, error
 	}
 
 	// Workspace binaries: build what is needed and not given.
-	images := map[string]string{}
+	images := map[string]procnode.Image{}
 	var pkgs []string
 	if !cfg.Node.Disabled && b.Node == "" {
 		pkgs = append(pkgs, workspace.NodePackage)
@@ -86,15 +89,21 @@ func resolveBinaries(ctx context.Context, cfg *Config) (map[string]string, error
 			b.CertManager = p
 		}
 		if p, ok := built[workspace.OperatorPackage]; ok {
-			images[OperatorImage] = p
+			images[OperatorImage] = procnode.Image{Binary: p}
 		}
 	}
-	for repo, path := range cfg.Images {
-		images[repo] = path
+	for repo, img := range cfg.Images {
+		images[repo] = img
 	}
 	for _, repo := range sortedImages(images) {
-		if err := executable(images[repo]); err != nil {
-			errs = append(errs, &FieldError{Field: fmt.Sprintf("images[%s]", repo), Value: images[repo], Msg: err.Error()})
+		programs := map[string]string{"binary": images[repo].Binary}
+		for p, bin := range images[repo].Programs {
+			programs["programs["+p+"]"] = bin
+		}
+		for _, field := range slices.Sorted(maps.Keys(programs)) {
+			if err := executable(programs[field]); err != nil {
+				errs = append(errs, &FieldError{Field: fmt.Sprintf("images[%s].%s", repo, field), Value: programs[field], Msg: err.Error()})
+			}
 		}
 	}
 	return images, errors.Join(errs...)

@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/procnode"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -49,9 +50,11 @@ type Config struct {
 	// Binaries overrides single executables; unset ones come from the version's bin dir or
 	// are built from the workspace.
 	Binaries Binaries `json:"binaries,omitempty"`
-	// Images maps image repositories (no tag, no digest) to executables; pods whose image is
-	// listed run that executable. Added to the defaults (the operator image).
-	Images map[string]string `json:"images,omitempty"`
+	// Images maps image repositories (no tag, no digest) to what the node runs for them: an
+	// executable, which runs whatever a container's command names, or an object of what the
+	// image holds (procnode.Image: binary, entrypoint, programs, files, env). Added to the
+	// defaults (the operator image).
+	Images map[string]procnode.Image `json:"images,omitempty"`
 	// Node controls the process node agent.
 	Node NodeOptions `json:"node,omitempty"`
 	// CertManager controls the cert-manager processes (controllers and cainjector).
@@ -141,9 +144,10 @@ func (c *Config) resolvePaths(base string) {
 		&b.Kubectl, &b.Kwokctl, &b.Node, &b.CertManager, &c.Node.CoverDir} {
 		abs(p)
 	}
-	for repo, bin := range c.Images {
-		abs(&bin)
-		c.Images[repo] = bin
+	for repo, img := range c.Images {
+		abs(&img.Binary)
+		img.Programs, img.Files = absValues(img.Programs, abs), absValues(img.Files, abs)
+		c.Images[repo] = img
 	}
 }
 
@@ -225,15 +229,19 @@ func (c *Config) Validate() error {
 			bad("podCIDR", c.PodCIDR, "prefix length must be between /16 and /28")
 		}
 	}
-	for repo, bin := range c.Images {
+	for repo, img := range c.Images {
 		field := fmt.Sprintf("images[%s]", repo)
 		switch {
 		case repo == "":
 			bad("images", repo, "image repository must not be empty")
 		case strings.Contains(repo, "@") || strings.Contains(repo[strings.LastIndex(repo, "/")+1:], ":"):
 			bad(field, repo, "key must be an image repository without tag or digest")
-		case bin == "":
-			bad(field, bin, "executable path must not be empty")
+		case img.Binary == "":
+			bad(field, img.Binary, "executable path must not be empty")
+		default:
+			if err := img.Validate(); err != nil {
+				bad(field, repo, "%s", err)
+			}
 		}
 	}
 	if c.CertManager.Namespace != "" {
@@ -397,8 +405,22 @@ func (c *Config) PodHostIP() string {
 // NodeName is the name of the cluster's single node.
 func (c *Config) NodeName() string { return "gauntlet-" + c.Name }
 
+// absValues is m with abs applied to each value (m's paths resolved against the config's
+// directory); nil stays nil.
+func absValues(m map[string]string, abs func(*string)) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		abs(&v)
+		out[k] = v
+	}
+	return out
+}
+
 // sortedImages returns the image map's repositories in order, for stable output.
-func sortedImages(m map[string]string) []string {
+func sortedImages(m map[string]procnode.Image) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

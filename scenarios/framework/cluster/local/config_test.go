@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/procnode"
 )
 
 func TestParseConfigRejectsBadFieldsByName(t *testing.T) {
@@ -31,6 +33,7 @@ func TestParseConfigRejectsBadFieldsByName(t *testing.T) {
 		{"image with tag", "images:\n  example.com/op:v1: /bin/true\n", "images[example.com/op:v1]", "without tag or digest"},
 		{"image with digest", "images:\n  example.com/op@sha256:abc: /bin/true\n", "images[example.com/op@sha256:abc]", "without tag or digest"},
 		{"image without binary", "images:\n  example.com/op: \"\"\n", "images[example.com/op]", "must not be empty"},
+		{"image program at a relative path", "images:\n  example.com/op: {binary: /bin/true, entrypoint: /manager, programs: {crd-apply: /bin/true}}\n", "images[example.com/op]", `"crd-apply" is no path in an image`},
 		{"bad cert-manager namespace", "certManager:\n  namespace: Cert_Manager\n", "certManager.namespace", "DNS label"},
 		{"wrong type", "ports:\n  apiServer: high\n", "apiServer", "cannot unmarshal"},
 	}
@@ -111,11 +114,15 @@ func TestCompleteRejectsNameMismatch(t *testing.T) {
 func TestLoadConfigResolvesRelativePaths(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cluster.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("binaries: {dir: bin}\nimages: {example.com/op: op}\n"), 0o600))
+	require.NoError(t, os.WriteFile(path, []byte("binaries: {dir: bin}\nimages:\n  example.com/op: op\n"+
+		"  example.com/multi: {binary: manager, entrypoint: /manager, programs: {/crd-apply: crd-apply}, files: {/opt/crds: crds}}\n"), 0o600))
 	cfg, err := LoadConfig(path)
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(dir, "bin"), cfg.Binaries.Dir, "relative paths not resolved against %s: %+v", dir, cfg)
-	require.Equal(t, filepath.Join(dir, "op"), cfg.Images["example.com/op"], "relative paths not resolved against %s: %+v", dir, cfg)
+	require.Equal(t, procnode.Image{Binary: filepath.Join(dir, "op")}, cfg.Images["example.com/op"], "relative paths not resolved against %s: %+v", dir, cfg)
+	require.Equal(t, procnode.Image{Binary: filepath.Join(dir, "manager"), Entrypoint: "/manager",
+		Programs: map[string]string{"/crd-apply": filepath.Join(dir, "crd-apply")}, Files: map[string]string{"/opt/crds": filepath.Join(dir, "crds")}},
+		cfg.Images["example.com/multi"], "an image's programs and files resolved against %s, its paths in the image kept", dir)
 	_, err = LoadConfig(filepath.Join(dir, "missing.yaml"))
 	require.ErrorContains(t, err, "reading cluster config", "missing file: %v", err)
 }

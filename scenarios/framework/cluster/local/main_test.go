@@ -27,6 +27,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/procnode"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 	"github.com/stretchr/testify/require"
 )
@@ -67,7 +68,7 @@ func runSuite(m *testing.M) int {
 	provider = local.NewProvider()
 	testenv = env.NewWithConfig(envconf.New())
 	testenv.Setup(envfuncs.CreateClusterWithOpts(provider, clusterName,
-		local.WithImages(map[string]string{TestImage: testServer}),
+		local.WithImages(map[string]procnode.Image{TestImage: {Binary: testServer}}),
 		local.WithCertManager(),
 		local.WithProgress(os.Stderr),
 	))

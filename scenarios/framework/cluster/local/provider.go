@@ -30,6 +30,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/steps"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/procnode"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -42,7 +43,7 @@ type Provider struct {
 	version     string
 	binDir      string
 	cfg         *Config
-	images      map[string]string
+	images      map[string]procnode.Image
 	certManager bool
 	noNode      bool
 	coverDir    string
@@ -66,12 +67,13 @@ func WithConfig(cfg *Config) Option {
 	return func(p support.E2EClusterProvider) { p.(*Provider).cfg = cfg }
 }
 
-// WithImages adds image repository → executable mappings for pods, on top of the config's.
-func WithImages(images map[string]string) Option {
+// WithImages adds image repository → image mappings for pods (what the node runs for each),
+// on top of the config's.
+func WithImages(images map[string]procnode.Image) Option {
 	return func(p support.E2EClusterProvider) {
 		lp := p.(*Provider)
 		if lp.images == nil {
-			lp.images = map[string]string{}
+			lp.images = map[string]procnode.Image{}
 		}
 		for k, v := range images {
 			lp.images[k] = v
@@ -239,7 +241,7 @@ func (p *Provider) create(ctx context.Context, cfg *Config) (kubeconfig string, 
 	started := time.Now()
 	pr.Printf("Creating local cluster %q …\n", p.name)
 	var (
-		images map[string]string
+		images map[string]procnode.Image
 		client *clusterClient
 		owned  bool // the state dir is ours to remove on failure
 	)
@@ -335,7 +337,7 @@ func (p *Provider) complete(cfg *Config, l layout) error {
 		cfg.Node.CoverDir = p.coverDir
 	}
 	if len(p.images) > 0 && cfg.Images == nil {
-		cfg.Images = map[string]string{}
+		cfg.Images = map[string]procnode.Image{}
 	}
 	for k, v := range p.images {
 		cfg.Images[k] = v
@@ -475,7 +477,7 @@ func certManagerDaemon(cfg *Config, l layout) *daemon {
 	}
 }
 
-func writeImages(path string, images map[string]string) error {
+func writeImages(path string, images map[string]procnode.Image) error {
 	raw, err := json.MarshalIndent(images, "", "  ")
 	if err != nil {
 		return err

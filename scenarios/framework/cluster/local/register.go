@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,9 +50,9 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	p := NewProvider()
 	p.WithName(req.Name)
 	p.WithVersion(req.KubernetesVersion)
-	images := map[string]string{OperatorImage: operator}
+	images := map[string]procnode.Image{OperatorImage: {Binary: operator}}
 	for ref, img := range req.Images {
-		images[procnode.ImageRepository(ref)] = img.Binary // the node runs it whatever the command names
+		images[procnode.ImageRepository(ref)] = nodeImage(img)
 	}
 	p.WithOpts(WithProgress(req.Progress), WithImages(images))
 	if req.CoverDir != "" {
@@ -93,12 +94,12 @@ func checkReusable(ctx context.Context, p *Provider, req cluster.Request, operat
 	if req.CertManager && !cfg.CertManager.Enabled {
 		problems = append(problems, "it has no cert-manager, which this suite needs")
 	}
-	if got := cfg.Images[OperatorImage]; got != operator {
+	if got := cfg.Images[OperatorImage].Binary; got != operator {
 		problems = append(problems, fmt.Sprintf("it maps image %s to %q, this run built %q (another --operator-version?)", OperatorImage, got, operator))
 	}
 	for _, image := range slices.Sorted(maps.Keys(req.Images)) {
-		if got := cfg.Images[procnode.ImageRepository(image)]; got != req.Images[image].Binary {
-			problems = append(problems, fmt.Sprintf("it maps image %s to %q, this run built %q", image, got, req.Images[image].Binary))
+		if got, want := cfg.Images[procnode.ImageRepository(image)], nodeImage(req.Images[image]); !reflect.DeepEqual(got, want) {
+			problems = append(problems, fmt.Sprintf("it maps image %s to %+v, this run built %+v", image, got, want))
 		}
 	}
 	if cfg.KubernetesVersion != req.KubernetesVersion {
@@ -112,6 +113,19 @@ func checkReusable(ctx context.Context, p *Provider, req cluster.Request, operat
 		return fmt.Errorf("kept local cluster %q is not healthy: %w; delete it with `make cluster-down CLUSTER=%s`", cfg.Name, err, cfg.Name)
 	}
 	return nil
+}
+
+// nodeImage is what the node runs for img: its programs by their paths in the image, and the
+// files it carries, which the node mounts there. Empty maps are left out, as the config a kept
+// cluster is compared by keeps them.
+func nodeImage(img cluster.Image) procnode.Image {
+	orNil := func(m map[string]string) map[string]string {
+		if len(m) == 0 {
+			return nil
+		}
+		return m
+	}
+	return procnode.Image{Binary: img.Binary, Entrypoint: img.Entrypoint, Programs: orNil(img.Programs), Files: orNil(img.Files), Env: orNil(img.Env)}
 }
 
 // backend does what only the local provider can: its pods are host processes and its Service

@@ -118,7 +118,7 @@ func TestDeleteAfterTheNodeWasKilled(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
 	require.NoError(t, err)
 	p := local.NewProvider()
-	p.WithName(name).WithOpts(local.WithProgress(testWriter{t}), local.WithImages(map[string]string{"gauntlet.dev/sleep": sleep}))
+	p.WithName(name).WithOpts(local.WithProgress(testWriter{t}), local.WithImages(map[string]procnode.Image{"gauntlet.dev/sleep": {Binary: sleep}}))
 	t.Cleanup(func() { _ = p.Destroy(context.Background()) })
 	_, err = p.Create(ctx)
 	require.NoError(t, err)

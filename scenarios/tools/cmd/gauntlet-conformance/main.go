@@ -140,8 +140,8 @@ func runTarget(ctx context.Context, root, path string, t *target.Target, jobs in
 		return conformance.Grid{}, nil, fail("%v", err)
 	}
 	start := time.Now()
-	fmt.Printf("conformance: target %s (%s), modes %s; building its binaries …\n", t.Name, describeSource(t), strings.Join(t.CertModes.Declared(), ", "))
-	if _, err := t.Binaries(ctx, os.Stdout); err != nil {
+	fmt.Printf("conformance: target %s (%s), modes %s; building its images …\n", t.Name, describeSource(t), strings.Join(t.CertModes.Declared(), ", "))
+	if _, err := t.Images(ctx, os.Stdout); err != nil {
 		return conformance.Grid{}, nil, fail("%v", err)
 	}
 	modes := t.CertModes.Declared()
@@ -204,7 +204,7 @@ func describeSource(t *target.Target) string {
 }
 
 // writeReport writes report.md (the grid, what was changed from the chart's defaults and why,
-// where each mode's report is) and summary.json (the grid's cells).
+// the stand-ins, where each mode's report is) and summary.json (the grid's cells).
 func writeReport(out string, t *target.Target, g conformance.Grid, ran []report.Summary) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Conformance of target %s\n\n%s\n\nSource: %s. Chart %s, release %s in namespace %s.\n\n",
@@ -228,6 +228,12 @@ func writeReport(out string, t *target.Target, g conformance.Grid, ran []report.
 	overrides("Chart values changed from the defaults users get", t.Chart.Overrides)
 	for _, m := range t.CertModes.Declared() {
 		overrides("Values of mode "+m+" beyond what the target documents for it", t.CertModes.Mode(m).Overrides)
+	}
+	if len(t.Source.StandIns) > 0 {
+		b.WriteString("\n## Stand-ins: images that cannot be built here, run as gauntlet's stand-in\n\n")
+		for _, si := range t.Source.StandIns {
+			fmt.Fprintf(&b, "- `%s` (%s), in place of %s: %s\n", si.Image, si.Runs, strings.Join(strings.Fields(si.Replaces), " "), strings.Join(strings.Fields(si.Why), " "))
+		}
 	}
 	b.WriteString("\n## Each mode's report\n\n")
 	for _, m := range t.CertModes.Declared() {
