@@ -177,6 +177,9 @@ func (s *Suite) clusterRequest(ctx context.Context) (cluster.Request, error) {
 // Its entrypoint is the proxy; its flags are the pod's args.
 const DelayProxyImage = "gauntlet-delay-proxy:dev"
 
+// delayProxyEntrypoint is where the delaying proxy's image holds it: the pod gives only args.
+const delayProxyEntrypoint = "/gauntlet-delay-proxy"
+
 // delayProxy builds the delaying proxy statically (an image FROM scratch runs it) for a
 // cluster of p, the provider called provider, or says why that cluster cannot run it.
 func delayProxy(ctx context.Context, provider string, p cluster.Provider) (*cluster.Image, string, error) {
@@ -188,7 +191,7 @@ func delayProxy(ctx context.Context, provider string, p cluster.Provider) (*clus
 	if err != nil {
 		return nil, "", err
 	}
-	return &cluster.Image{Binary: built[workspace.DelayProxyPackage]}, "", nil
+	return &cluster.Image{Binary: built[workspace.DelayProxyPackage], Entrypoint: delayProxyEntrypoint}, "", nil
 }
 
 // DelayProxy is the image of the delaying proxy the suite's cluster runs (DelayProxyImage), or
