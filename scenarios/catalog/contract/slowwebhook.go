@@ -170,22 +170,13 @@ func servingAddresses(ctx context.Context, c *suite.Cluster, it *target.Installe
 func podAddresses(pods []corev1.Pod, port int32) []string {
 	var out []string
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil || p.Status.PodIP == "" || !podReady(p) {
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" || !release.PodReady(&p) {
 			continue
 		}
 		out = append(out, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port))))
 	}
 	slices.Sort(out)
 	return out
-}
-
-func podReady(p corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // delayProxyDeployment is the proxy in namespace ns: image holds each connection to

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
@@ -107,9 +108,15 @@ func dumpLogs(ctx context.Context, c *Cluster, dir string) error {
 }
 
 func writeLog(ctx context.Context, c *Cluster, p *corev1.Pod, container string, previous bool, path string) error {
-	rc, err := c.kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous}).Stream(ctx)
+	return saveLog(ctx, c.kube, p.Namespace, p.Name, &corev1.PodLogOptions{Container: container, Previous: previous}, path)
+}
+
+// saveLog copies the log the API server streams for pod ns/name (opts) into path, to the
+// stream's end: a log as it is, or, with opts.Follow, as it is written until the container ends.
+func saveLog(ctx context.Context, kube kubernetes.Interface, ns, name string, opts *corev1.PodLogOptions, path string) error {
+	rc, err := kube.CoreV1().Pods(ns).GetLogs(name, opts).Stream(ctx)
 	if err != nil {
-		return fmt.Errorf("logs of %s/%s container %s: %w", p.Namespace, p.Name, container, err)
+		return fmt.Errorf("logs of %s/%s container %s: %w", ns, name, opts.Container, err)
 	}
 	defer func() { _ = rc.Close() }() // a log stream, copied to its end or to the copy's error
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
@@ -121,7 +128,7 @@ func writeLog(ctx context.Context, c *Cluster, p *corev1.Pod, container string, 
 	}
 	if _, err := io.Copy(f, rc); err != nil {
 		_ = f.Close() // the copy's error is the one to report
-		return fmt.Errorf("logs of %s/%s container %s: %w", p.Namespace, p.Name, container, err)
+		return fmt.Errorf("logs of %s/%s container %s: %w", ns, name, opts.Container, err)
 	}
 	return f.Close()
 }

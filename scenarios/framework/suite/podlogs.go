@@ -3,8 +3,6 @@ package suite
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -90,33 +88,14 @@ func (r *podLogRecorder) follow(ctx context.Context, p *corev1.Pod) {
 		r.wg.Add(1)
 		go func(container string) {
 			defer r.wg.Done()
-			if err := r.copyLog(ctx, p.Namespace, p.Name, container, filepath.Join(r.dir, name+".log")); err != nil && ctx.Err() == nil {
+			// Followed until the container ends; a run that has already ended is copied as the
+			// kubelet still has it. An error once the recording stops is the stop's own.
+			opts := &corev1.PodLogOptions{Container: container, Follow: true}
+			if err := saveLog(ctx, r.kube, p.Namespace, p.Name, opts, filepath.Join(r.dir, name+".log")); err != nil && ctx.Err() == nil {
 				r.logf("recording pod logs: %v", err)
 			}
 		}(cs.Name)
 	}
-}
-
-// copyLog follows one container's log into path until the container ends (or the recording
-// stops). A run that has already ended is copied as the kubelet still has it.
-func (r *podLogRecorder) copyLog(ctx context.Context, ns, pod, container, path string) error {
-	rc, err := r.kube.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, Follow: true}).Stream(ctx)
-	if err != nil {
-		return fmt.Errorf("log of %s/%s container %s: %w", ns, pod, container, err)
-	}
-	defer func() { _ = rc.Close() }() // a log stream, followed to its end or to the recording's
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600) //nolint:gosec // G304: a log file in the suite's artifacts dir
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, rc); err != nil && ctx.Err() == nil {
-		_ = f.Close() // the copy's error is the one to report
-		return fmt.Errorf("log of %s/%s container %s: %w", ns, pod, container, err)
-	}
-	return f.Close()
 }
 
 // logsWorthRecording picks the pods whose logs explain a suite's failures: the operator's and
