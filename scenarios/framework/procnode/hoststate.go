@@ -12,8 +12,8 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// What a process node creates on the host outside its state directory: the node's bridge and
-// host-side veths, and the mount targets recorded in the host-wide registry under /run. A node
+// What a process node creates on the host outside its state directory: the node's bridge,
+// host-side veths and the iptables rule accepting its bridge's traffic, and the mount targets recorded in the host-wide registry under /run. A node
 // stopped with SIGTERM removes all of it; a killed node leaves it behind. HostLeftovers says
 // what is left of a node, CleanHost removes it once the node is gone.
 
@@ -22,7 +22,7 @@ import (
 func BridgeName(nodeName string) string { return bridgeNameFor(nodeName) }
 
 // HostLeftovers lists, as sentences a person can act on, what node nodeName left on the host:
-// its bridge and host-side veths, and mount targets the registry still records for it. It
+// its bridge, host-side veths and iptables rule, and mount targets the registry still records for it. It
 // also names the registry itself when it records nothing (the last node removes it). It only
 // reads: nothing is removed.
 func HostLeftovers(nodeName string) []string {
@@ -31,6 +31,9 @@ func HostLeftovers(nodeName string) []string {
 		for _, l := range links {
 			out = append(out, "network interface "+l.Attrs().Name+" of node "+nodeName)
 		}
+	}
+	if rule := (bridgeForwardRule{nodeName: nodeName, bridgeName: bridgeNameFor(nodeName)}); rule.present() {
+		out = append(out, "iptables rule of node "+nodeName+" (iptables -D "+strings.Join(rule.args(), " ")+")")
 	}
 	return append(out, mountTargetLeftovers(hostMountpointRegistry, nodeName)...)
 }
@@ -62,7 +65,7 @@ func mountTargetLeftovers(registry, nodeName string) []string {
 
 // CleanHost removes what a node that no longer runs left on the host: the mount targets whose
 // holders all died (any node's, as every node does when it starts), the registry once it
-// records nothing, and node nodeName's bridge and veths. Call it only after the node has
+// records nothing, and node nodeName's bridge, veths and iptables rule. Call it only after the node has
 // stopped: it deletes the links of a running node too.
 func CleanHost(nodeName string) error {
 	var errs []error
@@ -73,7 +76,8 @@ func CleanHost(nodeName string) error {
 		}
 		errs = append(errs, err)
 	}
-	errs = append(errs, removeNodeLinks(nodeName, bridgeNameFor(nodeName)))
+	errs = append(errs, bridgeForwardRule{nodeName: nodeName, bridgeName: bridgeNameFor(nodeName)}.remove(),
+		removeNodeLinks(nodeName, bridgeNameFor(nodeName)))
 	return errors.Join(errs...)
 }
 

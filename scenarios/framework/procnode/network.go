@@ -44,8 +44,11 @@ func (hostNetwork) close() error                          { return nil }
 type bridgeNetwork struct {
 	nodeName   string
 	bridgeName string
-	cidr       *net.IPNet
-	gateway    net.IP
+	// forward accepts the traffic between the bridge's pods where the host's firewall judges
+	// bridged frames.
+	forward bridgeForwardRule
+	cidr    *net.IPNet
+	gateway net.IP
 	// nsDir holds one bind-mounted namespace file per pod. It is a mount point of its own
 	// so pod inits can detach it from their private mount namespaces; otherwise every pod
 	// would pin the namespaces of all pods created before it.
@@ -56,8 +59,8 @@ type bridgeNetwork struct {
 	used      map[string]bool   // ip → in use
 }
 
-// newBridgeNetwork creates the bridge (replacing a leftover of the same name) and the
-// namespace directory.
+// newBridgeNetwork creates the bridge (replacing a leftover of the same name), the namespace
+// directory, and the firewall rule that lets the bridge's pods reach each other (firewall.go).
 func newBridgeNetwork(nodeName, bridgeName string, cidr *net.IPNet, stateDir string) (*bridgeNetwork, error) {
 	ones, bits := cidr.Mask.Size()
 	if bits != 32 || ones > 30 {
@@ -66,6 +69,7 @@ func newBridgeNetwork(nodeName, bridgeName string, cidr *net.IPNet, stateDir str
 	n := &bridgeNetwork{
 		nodeName:   nodeName,
 		bridgeName: bridgeName,
+		forward:    bridgeForwardRule{nodeName: nodeName, bridgeName: bridgeName},
 		cidr:       cidr,
 		gateway:    nthIP(cidr, 1),
 		nsDir:      filepath.Join(stateDir, "netns"),
@@ -90,6 +94,11 @@ func newBridgeNetwork(nodeName, bridgeName string, cidr *net.IPNet, stateDir str
 		return nil, fmt.Errorf("bringing up bridge %s: %w", bridgeName, err)
 	}
 	if err := n.mountNSDir(); err != nil {
+		_ = netlink.LinkDel(br)
+		return nil, err
+	}
+	if err := n.forward.insert(); err != nil {
+		n.unmountNSDir()
 		_ = netlink.LinkDel(br)
 		return nil, err
 	}
@@ -236,7 +245,7 @@ func (n *bridgeNetwork) close() error {
 	if err := os.Remove(n.nsDir); err != nil && !os.IsNotExist(err) {
 		errs = append(errs, fmt.Errorf("removing %s: %w", n.nsDir, err))
 	}
-	errs = append(errs, n.removeLinks())
+	errs = append(errs, n.forward.remove(), n.removeLinks())
 	return errors.Join(errs...)
 }
 
