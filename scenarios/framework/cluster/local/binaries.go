@@ -21,7 +21,16 @@ const KwokVersion = "v0.8.0"
 const (
 	// OperatorImage is the chart's default operator image repository.
 	OperatorImage = "dynamo-operator"
+	// operatorEntrypoint is where the operator's image holds its binary, the one thing it holds
+	// (operator/Dockerfile): a command, exec probe or hook naming anything else fails there,
+	// and so it does on the process node.
+	operatorEntrypoint = "/dynamo-operator"
 )
+
+// operatorImage is what the node knows of the operator's image, binary the host's build of it.
+func operatorImage(binary string) procnode.Image {
+	return procnode.Image{Binary: binary, Entrypoint: operatorEntrypoint}
+}
 
 // resolveBinaries finds or builds every executable cfg needs and records each absolute path in
 // cfg.Binaries, so that later commands (down, logs) run exactly what up ran. It returns the
@@ -89,7 +98,7 @@ func resolveBinaries(ctx context.Context, cfg *Config) (map[string]procnode.Imag
 			b.CertManager = p
 		}
 		if p, ok := built[workspace.OperatorPackage]; ok {
-			images[OperatorImage] = procnode.Image{Binary: p}
+			images[OperatorImage] = operatorImage(p)
 		}
 	}
 	for repo, img := range cfg.Images {

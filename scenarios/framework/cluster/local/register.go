@@ -50,7 +50,7 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	p := NewProvider()
 	p.WithName(req.Name)
 	p.WithVersion(req.KubernetesVersion)
-	images := map[string]procnode.Image{OperatorImage: {Binary: operator}}
+	images := map[string]procnode.Image{OperatorImage: operatorImage(operator)}
 	for ref, img := range req.Images {
 		images[procnode.ImageRepository(ref)] = nodeImage(img)
 	}
@@ -94,8 +94,8 @@ func checkReusable(ctx context.Context, p *Provider, req cluster.Request, operat
 	if req.CertManager && !cfg.CertManager.Enabled {
 		problems = append(problems, "it has no cert-manager, which this suite needs")
 	}
-	if got := cfg.Images[OperatorImage].Binary; got != operator {
-		problems = append(problems, fmt.Sprintf("it maps image %s to %q, this run built %q (another --operator-version?)", OperatorImage, got, operator))
+	if got, want := cfg.Images[OperatorImage], operatorImage(operator); !reflect.DeepEqual(got, want) {
+		problems = append(problems, fmt.Sprintf("it maps image %s to %+v, this run built %+v (another --operator-version?)", OperatorImage, got, want))
 	}
 	for _, image := range slices.Sorted(maps.Keys(req.Images)) {
 		if got, want := cfg.Images[procnode.ImageRepository(image)], nodeImage(req.Images[image]); !reflect.DeepEqual(got, want) {
