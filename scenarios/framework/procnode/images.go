@@ -60,7 +60,8 @@ func (img Image) MarshalJSON() ([]byte, error) {
 func (img Image) Described() bool { return img.Entrypoint != "" }
 
 // holds is the host path of what the image holds at p (a clean absolute path): a program, a
-// carried file, or a file under a carried directory.
+// carried file, or a file under a carried directory — the innermost one when carried
+// directories nest, as their mounts do (the inner one is mounted over the outer).
 func (img Image) holds(p string) (string, bool) {
 	if p == img.Entrypoint {
 		return img.Binary, true
@@ -68,12 +69,14 @@ func (img Image) holds(p string) (string, bool) {
 	if bin, ok := img.Programs[p]; ok {
 		return bin, true
 	}
+	found, at := "", ""
 	for in, host := range img.Files {
-		if rest, ok := strings.CutPrefix(p, in); ok && (rest == "" || strings.HasPrefix(rest, "/")) {
-			return host + rest, true
+		rest, ok := strings.CutPrefix(p, in)
+		if ok && (rest == "" || strings.HasPrefix(rest, "/")) && len(in) > len(at) {
+			found, at = host+rest, in
 		}
 	}
-	return "", false
+	return found, at != ""
 }
 
 // lookPath is the host path of the program a command names in the image, as a container

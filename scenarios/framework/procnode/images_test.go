@@ -128,3 +128,23 @@ func TestAContainerRunsTheProgramItsCommandNames(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "/cache/op", got, "an image known by its binary alone runs it whatever the command names")
 }
+
+func TestTheInnermostCarriedDirectoryHoldsAPathAsItsMountDoes(t *testing.T) {
+	img := Image{
+		Binary: "/cache/manager", Entrypoint: "/manager",
+		Files: map[string]string{"/opt": "/module/opt", "/opt/crds": "/module/config/crds", "/opt/crds/extra": "/module/extra"},
+	}
+	for range 20 { // map order varies from one range to the next
+		for p, want := range map[string]string{
+			"/opt/tool":           "/module/opt/tool",
+			"/opt/crds/apply.sh":  "/module/config/crds/apply.sh",
+			"/opt/crds/extra/run": "/module/extra/run",
+			"/opt/crdsx/run":      "/module/opt/crdsx/run",
+			"/opt/crds/extra":     "/module/extra",
+		} {
+			got, ok := img.holds(p)
+			assert.True(t, ok, p)
+			assert.Equal(t, want, got, "%s is under the carried directories %v", p, sortedKeys(img.Files))
+		}
+	}
+}
