@@ -151,14 +151,16 @@ e2e-conformance: control-plane ## The W checks against TARGET (a name under scen
 	@go run ./scenarios/tools/cmd/gauntlet-conformance -target "$(TARGET)" -jobs $(CONFORMANCE_JOBS) -timeout $(E2E_TIMEOUT) \
 	  -out $(OUTPUT)/conformance -- $(filter-out --e2e-output=%,$(E2E_ARGS))
 
-# The e2e matrix: every suite × provider × Kubernetes version, one cell after another, one grid.
-VERSIONS  ?=
-PROVIDERS ?=
-SUITES    ?=
+# The e2e matrix: every suite × provider × Kubernetes version, MATRIX_JOBS cells at once (default
+# one after another), one grid.
+VERSIONS    ?=
+PROVIDERS   ?=
+SUITES      ?=
+MATRIX_JOBS ?= 1
 
 .PHONY: e2e-matrix
-e2e-matrix: ## Suites × providers × Kubernetes versions (VERSIONS, PROVIDERS, SUITES; default all; STRESS=N), one cell after another: _output/matrix/report.md.
-	@go run ./scenarios/tools/cmd/gauntlet-matrix -versions "$(VERSIONS)" -providers "$(PROVIDERS)" -suites "$(SUITES)" -stress "$(STRESS)" -out $(OUTPUT)/matrix
+e2e-matrix: ## Suites × providers × Kubernetes versions (VERSIONS, PROVIDERS, SUITES; default all; STRESS=N), MATRIX_JOBS cells at once (default 1): _output/matrix/report.md.
+	@go run ./scenarios/tools/cmd/gauntlet-matrix -versions "$(VERSIONS)" -providers "$(PROVIDERS)" -suites "$(SUITES)" -stress "$(STRESS)" -jobs "$(MATRIX_JOBS)" -out $(OUTPUT)/matrix
 
 .PHONY: e2e-matrix-merge
 e2e-matrix-merge: ## One report of earlier matrix runs: PARTS (their output directories) → _output/matrix/report.md (the nightly workflow's last job).

@@ -51,6 +51,9 @@ func RenderMarkdown(w io.Writer, r Result) error {
 	if note := stressNote(r.Cells); note != "" {
 		b.WriteString(note + "\n\n")
 	}
+	if r.Jobs > 1 {
+		fmt.Fprintf(&b, "Up to %d cells ran at once (MATRIX_JOBS): each cell's times include the others' load.\n\n", r.Jobs)
+	}
 
 	b.WriteString("| cell | outcome | scenarios | time | reports |\n|---|---|--:|--:|---|\n")
 	for _, c := range r.Cells {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,17 +69,26 @@ func TestSupportedIn(t *testing.T) {
 
 // fakeSteps runs no suite: each cell's "suite" writes the summary the test gives it.
 type fakeSteps struct {
-	prepareErr map[string]error // by "version provider"
-	prepared   []string
+	prepareErr map[string]error          // by "version provider"
 	summaries  map[string]report.Summary // by cell
 	exitErr    map[string]error
+	onPrepare  func(key string)
 	onRun      func(Cell)
+
+	mu       sync.Mutex
+	prepared []string
 }
 
 func (f *fakeSteps) Prepare(_ context.Context, version, provider string, log io.Writer) error {
-	f.prepared = append(f.prepared, version+" "+provider)
+	key := version + " " + provider
+	if f.onPrepare != nil {
+		f.onPrepare(key)
+	}
+	f.mu.Lock()
+	f.prepared = append(f.prepared, key)
+	f.mu.Unlock()
 	_, _ = fmt.Fprintln(log, "preparing")
-	return f.prepareErr[version+" "+provider]
+	return f.prepareErr[key]
 }
 
 func (f *fakeSteps) RunSuite(_ context.Context, c Cell, reportsRoot string, log io.Writer) error {
@@ -118,7 +129,7 @@ func TestRunKeepsGoingAndReportsEachCell(t *testing.T) {
 	}
 	out := t.TempDir()
 	var progress bytes.Buffer
-	res := Run(context.Background(), plan, steps, out, &progress)
+	res := Run(context.Background(), plan, steps, out, &progress, 1)
 
 	require.Len(t, res.Cells, 4)
 	assert.Equal(t, []string{"v1.37.2 local", "v1.37.2 kind"}, steps.prepared, "each version and provider is prepared once")
@@ -140,7 +151,7 @@ func TestRunKeepsGoingAndReportsEachCell(t *testing.T) {
 
 	lines := progress.String()
 	assert.Contains(t, lines, "cell 2/4 v1.37.2 local hostile: failed in")
-	assert.Contains(t, lines, "(2 scenarios: 1 passed, 1 failed, 0 skipped) — H2: expected 413, saw 200; so far 1 passed, 1 failed, 0 not started")
+	assert.Contains(t, lines, "(2 scenarios: 1 passed, 1 failed, 0 skipped) — H2: expected 413, saw 200; so far 2 of 4 ended: 1 passed, 1 failed, 0 not started")
 	assert.Contains(t, lines, "cell 4/4 v1.37.2 kind hostile: not started")
 	assert.Contains(t, readOutput(t, out, byCell["v1.37.2 local hostile"].Log), "running v1.37.2 local hostile")
 }
@@ -154,7 +165,7 @@ func TestASuiteThatExitsWithoutASummaryFails(t *testing.T) {
 			"v1.37.2 local autocert": errors.New("exit status 1"),
 		},
 	}
-	res := Run(context.Background(), plan, steps, t.TempDir(), io.Discard)
+	res := Run(context.Background(), plan, steps, t.TempDir(), io.Discard, 1)
 	assert.Equal(t, Failed, res.Cells[0].Outcome)
 	assert.Equal(t, "the suite exited (exit status 2) without a summary.json; see v1.37.2/local/hostile.log", res.Cells[0].Reason)
 	assert.Equal(t, Failed, res.Cells[1].Outcome, "a non-zero exit fails the cell even when every scenario passed")
@@ -166,7 +177,7 @@ func TestAnInterruptLeavesTheRestNotStarted(t *testing.T) {
 	defer cancel()
 	plan := Plan{Versions: []string{"v1.37.2"}, Providers: []string{"local"}, Suites: []string{"autocert", "hostile"}}
 	steps := &fakeSteps{onRun: func(Cell) { cancel() }}
-	res := Run(ctx, plan, steps, t.TempDir(), io.Discard)
+	res := Run(ctx, plan, steps, t.TempDir(), io.Discard, 1)
 	assert.Equal(t, Failed, res.Cells[0].Outcome)
 	assert.Equal(t, "interrupted", res.Cells[0].Reason)
 	assert.Equal(t, NotStarted, res.Cells[1].Outcome)
@@ -180,7 +191,7 @@ func TestTheReportsGrid(t *testing.T) {
 		summaries:  map[string]report.Summary{"v1.37.2 local hostile": summary("hostile", report.Passed, report.Failed, report.Skipped)},
 	}
 	out := t.TempDir()
-	res := Run(context.Background(), plan, steps, out, io.Discard)
+	res := Run(context.Background(), plan, steps, out, io.Discard, 1)
 	require.NoError(t, Write(out, res))
 
 	text := readOutput(t, out, ReportFile)
@@ -205,7 +216,7 @@ func TestMergeLinksEachPartsReports(t *testing.T) {
 		require.NoError(t, os.MkdirAll(part, 0o750))
 		plan := Plan{Versions: []string{"v1.37.2"}, Providers: []string{provider}, Suites: []string{"hostile"}}
 		steps := &fakeSteps{summaries: map[string]report.Summary{"v1.37.2 " + provider + " hostile": summary("hostile", report.Passed)}}
-		require.NoError(t, Write(part, Run(context.Background(), plan, steps, part, io.Discard)))
+		require.NoError(t, Write(part, Run(context.Background(), plan, steps, part, io.Discard, 1)))
 		parts = append(parts, part)
 	}
 	res, err := Merge(out, parts)
@@ -247,7 +258,7 @@ func TestStressReachesEveryCellAndTheReport(t *testing.T) {
 			steps.summaries[c.String()] = summary(c.Suite, report.Passed)
 		}
 		var progress bytes.Buffer
-		res := Run(context.Background(), plan, steps, part, &progress)
+		res := Run(context.Background(), plan, steps, part, &progress, 1)
 		require.NoError(t, Write(part, res))
 		for _, c := range ran {
 			assert.Equal(t, stress, c.Stress, "cell %s: expected -stress %d passed to its suite", c, stress)
@@ -270,4 +281,71 @@ func TestStressReachesEveryCellAndTheReport(t *testing.T) {
 	assert.Contains(t, md.String(), "\nstress: the columns marked (stress N) ran beside N CPU-bound workers, the others beside none\n")
 	assert.Contains(t, md.String(), "| suite | scenario | v1.37.2 local | v1.37.2 local (stress 2) |")
 	assert.Contains(t, md.String(), "| hostile | H1 — scenario 1 | ✅ 1.5s | ✅ 1.5s |")
+}
+
+func TestCellsRunAtMostJobsAtOnceEachPreparationOnceAndFirst(t *testing.T) {
+	plan := Plan{Versions: []string{"v1.36.3", "v1.37.2"}, Providers: []string{"local"}, Suites: []string{"autocert", "hostile", "certmanager"}}
+	var running, most atomic.Int32
+	var mu sync.Mutex
+	ready := map[string]bool{}
+	var early []string
+	steps := &fakeSteps{
+		summaries: map[string]report.Summary{},
+		onPrepare: func(key string) {
+			time.Sleep(30 * time.Millisecond) // the other cells of key arrive meanwhile
+			mu.Lock()
+			ready[key] = true
+			mu.Unlock()
+		},
+		onRun: func(c Cell) {
+			mu.Lock()
+			if !ready[c.Version+" "+c.Provider] {
+				early = append(early, c.String())
+			}
+			mu.Unlock()
+			n := running.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(20 * time.Millisecond)
+			running.Add(-1)
+		},
+	}
+	for _, c := range plan.Cells() {
+		steps.summaries[c.String()] = summary(c.Suite, report.Passed)
+	}
+	var progress bytes.Buffer
+	res := Run(context.Background(), plan, steps, t.TempDir(), &progress, 3)
+
+	assert.Equal(t, int32(3), most.Load(), "at most 3 cells at once, and 3 when 6 wait")
+	assert.Empty(t, early, "these cells ran before their version and provider were prepared")
+	assert.ElementsMatch(t, []string{"v1.36.3 local", "v1.37.2 local"}, steps.prepared, "each version and provider is prepared once")
+	require.Len(t, res.Cells, 6)
+	for i, c := range plan.Cells() {
+		assert.Equal(t, c, res.Cells[i].Cell, "results are in the plan's order")
+		assert.Equal(t, Passed, res.Cells[i].Outcome, c.String())
+	}
+	assert.Equal(t, 3, res.Jobs)
+	assert.Contains(t, progress.String(), "so far 6 of 6 ended: 6 passed, 0 failed, 0 not started")
+	var md bytes.Buffer
+	require.NoError(t, RenderMarkdown(&md, res))
+	assert.Contains(t, md.String(), "Up to 3 cells ran at once (MATRIX_JOBS)")
+}
+
+func TestAnInterruptEndsTheRunningCellsAndStartsNoMore(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plan := Plan{Versions: []string{"v1.37.2"}, Providers: []string{"local"}, Suites: []string{"autocert", "hostile", "certmanager", "externalcert"}}
+	var started sync.WaitGroup
+	started.Add(2)
+	steps := &fakeSteps{onRun: func(Cell) {
+		started.Done()
+		started.Wait() // both running cells are in when the interrupt comes
+		cancel()
+	}}
+	res := Run(ctx, plan, steps, t.TempDir(), io.Discard, 2)
+	for i, want := range []string{"interrupted", "interrupted", "interrupted before it started", "interrupted before it started"} {
+		assert.Equal(t, want, res.Cells[i].Reason, res.Cells[i].String())
+	}
+	assert.Equal(t, 2, res.Count(Failed))
+	assert.Equal(t, 2, res.Count(NotStarted))
 }

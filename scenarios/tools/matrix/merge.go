@@ -9,7 +9,7 @@ import (
 
 // Merge reads the result.json of every part — matrix runs of some cells each, as the nightly
 // workflow's jobs write them — into one result whose reports and logs are linked relative to
-// out. Its time is the parts' total.
+// out. Its time is the parts' total; its Jobs the largest part's.
 func Merge(out string, parts []string) (Result, error) {
 	if len(parts) == 0 {
 		return Result{}, fmt.Errorf("merging matrix results: no part given")
@@ -41,6 +41,7 @@ func Merge(out string, parts []string) (Result, error) {
 			merged.StartedAt = r.StartedAt
 		}
 		merged.Seconds += r.Seconds
+		merged.Jobs = max(merged.Jobs, r.Jobs)
 	}
 	return merged, nil
 }

@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/report"
+	"github.com/gauntlet-dev/gauntlet/scenarios/tools/suiterun"
 )
 
 // Outcome is how a cell ended.
@@ -42,9 +44,12 @@ type CellResult struct {
 
 // Result is a whole matrix run.
 type Result struct {
-	StartedAt time.Time    `json:"startedAt"`
-	Seconds   float64      `json:"seconds"`
-	Cells     []CellResult `json:"cells"`
+	StartedAt time.Time `json:"startedAt"`
+	Seconds   float64   `json:"seconds"`
+	// Jobs is how many cells ran at once, at most (MATRIX_JOBS): cells sharing the machine
+	// take longer than alone. A merged report keeps the largest of its parts'.
+	Jobs  int          `json:"jobs,omitempty"`
+	Cells []CellResult `json:"cells"`
 }
 
 // reasonWidth bounds the one line a cell quotes of a failure (its first line).
@@ -72,22 +77,29 @@ type Steps interface {
 	RunSuite(ctx context.Context, c Cell, reportsRoot string, log io.Writer) error
 }
 
-// Run runs every cell of plan, one after another, into out (out/<version>/<provider>/<suite>/
-// and <suite>.log beside it), keeps going past a failed cell, and reports progress — the cell,
-// the time since the start, the outcomes so far — on progress. An interrupt (ctx) ends the
-// running cell (its suite deletes its cluster) and leaves the rest not started.
-func Run(ctx context.Context, plan Plan, steps Steps, out string, progress io.Writer) Result {
+// Run runs every cell of plan into out (out/<version>/<provider>/<suite>/ and <suite>.log
+// beside it), at most jobs at once (below 1: one), in the plan's order; keeps going past a
+// failed cell; and reports progress — each cell as it starts and ends, the time since the
+// start, the outcomes so far — on progress. Each version and provider is prepared once, before
+// the first of its cells runs; its other cells wait for that. An interrupt (ctx) ends the
+// running cells (each suite deletes its cluster) and leaves the rest not started.
+func Run(ctx context.Context, plan Plan, steps Steps, out string, progress io.Writer, jobs int) Result {
 	start := time.Now()
-	res := Result{StartedAt: start.UTC()}
+	res := Result{StartedAt: start.UTC(), Jobs: max(1, jobs)}
+	var mu sync.Mutex // guards res.Cells and progress
 	say := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
 		_, _ = fmt.Fprintf(progress, "[%7s] %s\n", time.Since(start).Round(time.Second), fmt.Sprintf(format, args...))
 	}
 	cells := plan.Cells()
-	prepared := map[string]error{}
-	for i, c := range cells {
+	res.Cells = make([]CellResult, len(cells))
+	ended := 0
+	prep := &preparations{steps: steps, done: map[string]*preparation{}}
+	notStarted := suiterun.EachAtMost(ctx, len(cells), res.Jobs, func(i int) {
+		c := cells[i]
 		say("cell %d/%d %s …", i+1, len(cells), c)
-		r := runCell(ctx, c, steps, out, prepared, say)
-		res.Cells = append(res.Cells, r)
+		r := runCell(ctx, c, steps, out, prep, say)
 		line := fmt.Sprintf("cell %d/%d %s: %s", i+1, len(cells), c, r.Outcome)
 		if r.Outcome != NotStarted {
 			line += " in " + duration(r.Seconds)
@@ -99,13 +111,52 @@ func Run(ctx context.Context, plan Plan, steps Steps, out string, progress io.Wr
 		if r.Reason != "" && r.Outcome != Passed {
 			line += " — " + r.Reason
 		}
-		say("%s; so far %d passed, %d failed, %d not started", line, res.Count(Passed), res.Count(Failed), res.Count(NotStarted))
+		mu.Lock()
+		res.Cells[i] = r
+		ended++
+		so := fmt.Sprintf("%d of %d ended: %d passed, %d failed, %d not started", ended, len(cells), res.Count(Passed), res.Count(Failed), res.Count(NotStarted))
+		mu.Unlock()
+		say("%s; so far %s", line, so)
+	})
+	for _, i := range notStarted {
+		res.Cells[i] = CellResult{Cell: cells[i], Outcome: NotStarted, Reason: "interrupted before it started"}
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res
 }
 
-func runCell(ctx context.Context, c Cell, steps Steps, out string, prepared map[string]error, say func(string, ...any)) CellResult {
+// preparations prepares each version and provider once, for every cell that needs it: the
+// first cell of a key prepares it, the others wait for that and share its outcome.
+type preparations struct {
+	steps Steps
+	mu    sync.Mutex
+	done  map[string]*preparation
+}
+
+type preparation struct {
+	once sync.Once
+	err  error
+}
+
+// of prepares what cells of version on provider need, once, saying so on say; its log is the
+// log of the cell that prepares it.
+func (p *preparations) of(ctx context.Context, version, provider string, log io.Writer, say func(string, ...any)) error {
+	key := version + " " + provider // cells of another stress need the same preparation
+	p.mu.Lock()
+	got, ok := p.done[key]
+	if !ok {
+		got = &preparation{}
+		p.done[key] = got
+	}
+	p.mu.Unlock()
+	got.once.Do(func() {
+		say("preparing %s …", key)
+		got.err = p.steps.Prepare(ctx, version, provider, log)
+	})
+	return got.err
+}
+
+func runCell(ctx context.Context, c Cell, steps Steps, out string, prep *preparations, say func(string, ...any)) CellResult {
 	r := CellResult{Cell: c, Outcome: NotStarted}
 	if err := ctx.Err(); err != nil {
 		r.Reason = "interrupted before it started"
@@ -125,14 +176,7 @@ func runCell(ctx context.Context, c Cell, steps Steps, out string, prepared map[
 	}
 	defer func() { _ = logFile.Close() }() // written through; a lost log line is not worth failing the cell
 
-	key := c.Version + " " + c.Provider // cells of another stress need the same preparation
-	perr, done := prepared[key]
-	if !done {
-		say("preparing %s …", key)
-		perr = steps.Prepare(ctx, c.Version, c.Provider, logFile)
-		prepared[key] = perr
-	}
-	if perr != nil {
+	if perr := prep.of(ctx, c.Version, c.Provider, logFile, say); perr != nil {
 		r.Reason = "cannot start: " + report.FirstLine(perr.Error(), reasonWidth)
 		return r
 	}

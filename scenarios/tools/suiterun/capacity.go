@@ -65,8 +65,8 @@ func DefaultJobs(f cluster.Footprint, r Readings, suites int) int {
 
 // CheckCapacity says what keeps the machine from running jobs suites of provider, whose
 // footprint is need, at once: one sentence per limit, naming it, what it is, and what to lower
-// (E2E_JOBS) or raise.
-func CheckCapacity(provider string, need cluster.Footprint, jobs int, r Readings) error {
+// (knob, the setting that gave jobs: E2E_JOBS, MATRIX_JOBS) or raise.
+func CheckCapacity(knob string, jobs int, provider string, need cluster.Footprint, r Readings) error {
 	var errs []error
 	fits := fitting(r, need)
 	for _, d := range r.demands(need) {
@@ -76,14 +76,14 @@ func CheckCapacity(provider string, need cluster.Footprint, jobs int, r Readings
 		}
 		fix := d.pool.More
 		if fits >= 1 {
-			fix = fmt.Sprintf("lower E2E_JOBS to %d, or %s", fits, d.pool.More)
+			fix = fmt.Sprintf("lower %s to %d, or %s", knob, fits, d.pool.More)
 		}
-		errs = append(errs, fmt.Errorf("E2E_JOBS=%d needs %s %s (%s per %s suite), and %s: %s",
-			jobs, d.unit(total), d.what, d.unit(d.need), provider, d.pool.Source, fix))
+		errs = append(errs, fmt.Errorf("%s=%d needs %s %s (%s per %s suite), and %s: %s",
+			knob, jobs, d.unit(total), d.what, d.unit(d.need), provider, d.pool.Source, fix))
 	}
 	if r.OpenFilesPerProcess < MinOpenFilesPerProcess {
-		errs = append(errs, fmt.Errorf("the open-file limit (RLIMIT_NOFILE, `ulimit -Hn`) is %d, and a suite's busiest process may need %d: raise it (`ulimit -n %d` in a shell allowed to, or nofile in /etc/security/limits.conf); E2E_JOBS does not change it",
-			r.OpenFilesPerProcess, MinOpenFilesPerProcess, MinOpenFilesPerProcess))
+		errs = append(errs, fmt.Errorf("the open-file limit (RLIMIT_NOFILE, `ulimit -Hn`) is %d, and a suite's busiest process may need %d: raise it (`ulimit -n %d` in a shell allowed to, or nofile in /etc/security/limits.conf); %s does not change it",
+			r.OpenFilesPerProcess, MinOpenFilesPerProcess, MinOpenFilesPerProcess, knob))
 	}
 	return errors.Join(errs...)
 }

@@ -54,11 +54,11 @@ func TestDefaultJobsFitTheMachine(t *testing.T) {
 
 func TestCapacityCheckNamesTheLimitAndTheSetting(t *testing.T) {
 	r := roomy()
-	require.NoError(t, CheckCapacity("local", footprint(t, "local"), 3, r))
+	require.NoError(t, CheckCapacity("E2E_JOBS", 3, "local", footprint(t, "local"), r))
 
 	r.Memory = Pool{Free: 4 * gib, Source: "MemAvailable in /proc/meminfo is 4.0 GiB", More: "free memory"}
 	r.InotifyInstances = Pool{Free: 40, Source: "fs.inotify.max_user_instances is 128, 88 in use", More: "raise it: sysctl -w fs.inotify.max_user_instances=512"}
-	err := CheckCapacity("local", footprint(t, "local"), 4, r)
+	err := CheckCapacity("E2E_JOBS", 4, "local", footprint(t, "local"), r)
 	assert.EqualError(t, err, "E2E_JOBS=4 needs 6.0 GiB of free memory (1.5 GiB per local suite), and MemAvailable in /proc/meminfo is 4.0 GiB: lower E2E_JOBS to 2, or free memory\n"+
 		"E2E_JOBS=4 needs 64 inotify instances (16 per local suite), and fs.inotify.max_user_instances is 128, 88 in use: lower E2E_JOBS to 2, or raise it: sysctl -w fs.inotify.max_user_instances=512",
 	)
@@ -67,13 +67,13 @@ func TestCapacityCheckNamesTheLimitAndTheSetting(t *testing.T) {
 func TestCapacityCheckWhenNotOneSuiteFits(t *testing.T) {
 	r := roomy()
 	r.InotifyWatches = Pool{Free: 100, Source: "fs.inotify.max_user_watches is 8192, 8092 in use", More: "raise it: sysctl -w fs.inotify.max_user_watches=524288"}
-	assert.EqualError(t, CheckCapacity("kind", footprint(t, "kind"), 1, r), "E2E_JOBS=1 needs 8192 inotify watches (8192 per kind suite), and fs.inotify.max_user_watches is 8192, 8092 in use: raise it: sysctl -w fs.inotify.max_user_watches=524288")
+	assert.EqualError(t, CheckCapacity("E2E_JOBS", 1, "kind", footprint(t, "kind"), r), "E2E_JOBS=1 needs 8192 inotify watches (8192 per kind suite), and fs.inotify.max_user_watches is 8192, 8092 in use: raise it: sysctl -w fs.inotify.max_user_watches=524288")
 }
 
 func TestCapacityCheckOfTheOpenFileLimit(t *testing.T) {
 	r := roomy()
 	r.OpenFilesPerProcess = 1024
-	err := CheckCapacity("local", footprint(t, "local"), 1, r)
+	err := CheckCapacity("E2E_JOBS", 1, "local", footprint(t, "local"), r)
 	require.ErrorContains(t, err, "the open-file limit (RLIMIT_NOFILE, `ulimit -Hn`) is 1024")
 	assert.ErrorContains(t, err, "E2E_JOBS does not change it")
 }

@@ -5,10 +5,10 @@ import (
 	"sync"
 )
 
-// eachAtMost calls fn(i) for every i in [0, n), in order, with at most limit calls running at
+// EachAtMost calls fn(i) for every i in [0, n), in order, with at most limit calls running at
 // once, and returns when every call it started has returned. How a call ends does not matter
 // to the others. Once ctx is done it starts no more calls and returns the i it did not start.
-func eachAtMost(ctx context.Context, n, limit int, fn func(i int)) (notStarted []int) {
+func EachAtMost(ctx context.Context, n, limit int, fn func(i int)) (notStarted []int) {
 	slots := make(chan struct{}, max(1, limit))
 	var wg sync.WaitGroup
 	for i := range n {

@@ -13,7 +13,7 @@ import (
 func TestNeverMoreThanLimitAtOnce(t *testing.T) {
 	var running, most atomic.Int32
 	var ran sync.Map
-	notStarted := eachAtMost(context.Background(), 9, 3, func(i int) {
+	notStarted := EachAtMost(context.Background(), 9, 3, func(i int) {
 		now := running.Add(1)
 		for {
 			m := most.Load()
@@ -38,7 +38,7 @@ func TestAHangingOrFailingJobDoesNotHoldUpTheOthers(t *testing.T) {
 	var others atomic.Int32
 	done := make(chan []int)
 	go func() {
-		done <- eachAtMost(context.Background(), 5, 2, func(i int) {
+		done <- EachAtMost(context.Background(), 5, 2, func(i int) {
 			switch i {
 			case 0:
 				<-hang // a suite that hangs holds its own slot only
@@ -61,7 +61,7 @@ func TestNothingStartsOnceCancelled(t *testing.T) {
 	var started atomic.Int32
 	done := make(chan []int)
 	go func() {
-		done <- eachAtMost(ctx, 5, 2, func(int) {
+		done <- EachAtMost(ctx, 5, 2, func(int) {
 			started.Add(1)
 			<-release
 		})

@@ -82,7 +82,7 @@ func (r *Runner) Run(ctx context.Context) []SuiteState {
 	r.start = time.Now()
 	r.mu.Unlock()
 	stopTicking := r.tick()
-	notStarted := eachAtMost(ctx, len(r.o.Suites), r.o.Jobs, func(i int) { r.runSuite(ctx, i) })
+	notStarted := EachAtMost(ctx, len(r.o.Suites), r.o.Jobs, func(i int) { r.runSuite(ctx, i) })
 	stopTicking()
 	r.change(func() []Event {
 		var evs []Event

@@ -76,7 +76,7 @@ func run(suites []string, jobsArg, provider, version, timeout, out string, suite
 	if p.Footprint.SharedCluster && jobs > 1 {
 		return fail("E2E_JOBS=%d with PROVIDER=%s: every suite would use its one cluster, and a suite refuses a cluster holding another suite's release; run them one after another (E2E_JOBS=1)", jobs, provider)
 	}
-	if err := suiterun.CheckCapacity(provider, p.Footprint, jobs, machine); err != nil {
+	if err := suiterun.CheckCapacity("E2E_JOBS", jobs, provider, p.Footprint, machine); err != nil {
 		lines := "  - " + strings.ReplaceAll(err.Error(), "\n", "\n  - ")
 		if jobs > 1 {
 			return fail("this machine cannot hold %d %s suites at once:\n%s", jobs, provider, lines)

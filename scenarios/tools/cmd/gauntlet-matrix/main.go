@@ -1,5 +1,5 @@
 // Command gauntlet-matrix runs the e2e suites over Kubernetes versions × providers × suites,
-// one cell after another, and writes one report. `make e2e-matrix` runs it:
+// -jobs cells at once (default one after another), and writes one report. `make e2e-matrix` runs it:
 //
 //	go run ./scenarios/tools/cmd/gauntlet-matrix -versions "v1.37.0" -providers "local kind" -suites "hostile autocert" -out _output/matrix
 //
@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -23,11 +24,13 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
 	_ "github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/providers" // Prepare asks the provider what the host needs
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/report"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 	"github.com/gauntlet-dev/gauntlet/scenarios/tools/matrix"
+	"github.com/gauntlet-dev/gauntlet/scenarios/tools/suiterun"
 )
 
 func main() {
@@ -36,12 +39,13 @@ func main() {
 	suites := flag.String("suites", "", "suites under e2e/ (default: all)")
 	out := flag.String("out", "_output/matrix", "output directory (emptied first)")
 	stress := flag.String("stress", "", "CPU-bound worker processes beside every cell's suite (its --stress; default 0)")
+	jobs := flag.Int("jobs", 1, "cells at once, at most (MATRIX_JOBS); checked against this machine's free memory, open files and inotify room first")
 	merge := flag.String("merge", "", "run nothing: merge these directories' result.json (space-separated) into one report")
 	flag.Parse()
 	if *merge != "" {
 		os.Exit(mergeParts(strings.Fields(*merge), *out))
 	}
-	os.Exit(run(*versions, *providers, *suites, *stress, *out))
+	os.Exit(run(*versions, *providers, *suites, *stress, *jobs, *out))
 }
 
 func mergeParts(parts []string, out string) int {
@@ -69,7 +73,7 @@ func verdict(res matrix.Result, out string) int {
 	return 0
 }
 
-func run(versions, providers, suites, stress, out string) int {
+func run(versions, providers, suites, stress string, jobs int, out string) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "e2e-matrix:", err)
 		return 2
@@ -89,6 +93,9 @@ func run(versions, providers, suites, stress, out string) int {
 	if plan.Stress, err = suite.ParseStress(stress); err != nil {
 		return fail(fmt.Errorf("-stress (make STRESS=N): %w", err))
 	}
+	if err := checkJobs(plan, jobs); err != nil {
+		return fail(err)
+	}
 	if out, err = filepath.Abs(out); err != nil {
 		return fail(err)
 	}
@@ -104,11 +111,44 @@ func run(versions, providers, suites, stress, out string) int {
 	if plan.Stress > 0 {
 		contention = ", " + report.StressLine(plan.Stress) + " beside every cell"
 	}
-	fmt.Printf("e2e-matrix: %d cells (versions %v × providers %v × suites %v)%s → %s\n",
-		len(plan.Cells()), plan.Versions, plan.Providers, plan.Suites, contention, out)
-	res := matrix.Run(ctx, plan, matrix.Commands{Root: root}, out, os.Stdout)
+	fmt.Printf("e2e-matrix: %d cells (versions %v × providers %v × suites %v)%s, %d at once → %s\n",
+		len(plan.Cells()), plan.Versions, plan.Providers, plan.Suites, contention, jobs, out)
+	res := matrix.Run(ctx, plan, matrix.Commands{Root: root}, out, os.Stdout, jobs)
 	if err := matrix.Write(out, res); err != nil {
 		return fail(err)
 	}
 	return verdict(res, out)
+}
+
+// checkJobs refuses a number of cells at once that is no number, or that this machine cannot
+// hold: jobs cells of the plan's most demanding provider, each limit named with what to lower.
+func checkJobs(plan matrix.Plan, jobs int) error {
+	if jobs < 1 {
+		return fmt.Errorf("-jobs (make MATRIX_JOBS=N) is %d: give a number of cells, at least 1", jobs)
+	}
+	if jobs == 1 {
+		return nil
+	}
+	machine, err := suiterun.ReadMachine()
+	if err != nil {
+		return fmt.Errorf("reading this machine's capacity for MATRIX_JOBS=%d: %w", jobs, err)
+	}
+	var errs []error
+	for _, name := range plan.Providers {
+		p, err := cluster.Lookup(name)
+		if err != nil {
+			return err
+		}
+		if p.Footprint.SharedCluster {
+			errs = append(errs, fmt.Errorf("provider %s runs every suite on its one cluster, so its cells cannot run at once: MATRIX_JOBS=1", name))
+			continue
+		}
+		if err := suiterun.CheckCapacity("MATRIX_JOBS", jobs, name, p.Footprint, machine); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("this machine cannot hold %d cells at once:\n  - %s", jobs, strings.ReplaceAll(err.Error(), "\n", "\n  - "))
+	}
+	return nil
 }
