@@ -147,9 +147,13 @@ TARGET           ?= gauntlet
 CONFORMANCE_JOBS ?= 1
 
 .PHONY: e2e-conformance
-e2e-conformance: control-plane ## The W checks against TARGET (a name under scenarios/targets or a path; several separated by spaces; default gauntlet) in every certificate mode it declares: _output/conformance/<target>/report.md.
+e2e-conformance: control-plane ## The W checks against TARGET (a name under scenarios/targets or a path; several separated by spaces; all: every one; default gauntlet) in every certificate mode it declares: _output/conformance/<target>/report.md.
 	@go run ./scenarios/tools/cmd/gauntlet-conformance -target "$(TARGET)" -jobs $(CONFORMANCE_JOBS) -timeout $(E2E_TIMEOUT) \
 	  -out $(OUTPUT)/conformance -- $(filter-out --e2e-output=%,$(E2E_ARGS))
+
+.PHONY: e2e-conformance-merge
+e2e-conformance-merge: ## One grid of earlier e2e-conformance runs (PARTS: their _output/conformance directories), e.g. the nightly's per provider and version: _output/conformance-grid/report.md; exit 1 names every changed cell.
+	@go run ./scenarios/tools/cmd/gauntlet-conformance -merge "$(PARTS)" -out $(OUTPUT)/conformance-grid
 
 # The e2e matrix: every suite × provider × Kubernetes version, MATRIX_JOBS cells at once (default
 # one after another), one grid.

@@ -48,17 +48,27 @@ func TargetPath(name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("target %s: %w", name, err)
 	}
-	targets := filepath.Join(root, filepath.Dir(target.SchemaFile))
-	path := filepath.Join(targets, name)
+	path := filepath.Join(root, filepath.Dir(target.SchemaFile), name)
 	if _, err := os.Stat(path); err != nil {
-		known, _ := filepath.Glob(filepath.Join(targets, "*", target.FileName))
-		var names []string
-		for _, k := range known {
-			names = append(names, filepath.Base(filepath.Dir(k)))
-		}
+		names, _ := TargetNames()
 		return "", fmt.Errorf("no target %s (known: %s; or give a path to a description)", name, strings.Join(names, ", "))
 	}
 	return path, nil
+}
+
+// TargetNames are the targets gauntlet ships: the directories of scenarios/targets that hold a
+// description, sorted.
+func TargetNames() ([]string, error) {
+	root, err := workspace.Root()
+	if err != nil {
+		return nil, err
+	}
+	known, err := filepath.Glob(filepath.Join(root, filepath.Dir(target.SchemaFile), "*", target.FileName))
+	var names []string
+	for _, k := range known {
+		names = append(names, filepath.Base(filepath.Dir(k)))
+	}
+	return names, err
 }
 
 // loadTarget reads the target --target names (TargetPath) and settles its mode: mode "" is

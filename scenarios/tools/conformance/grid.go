@@ -31,13 +31,16 @@ type Cell struct {
 	Why     string // the failure's message, the divergence's reason, or why the mode does not apply
 }
 
-// Grid is a target's checks × certificate modes.
+// Grid is a target's checks × certificate modes, on one provider and Kubernetes version.
 type Grid struct {
 	Target string
-	Modes  []string
-	Checks []string          // IDs, in catalog order
-	Titles map[string]string // ID → the check's title
-	Cells  map[string]map[string]Cell
+	// Provider and KubernetesVersion are the cluster's the modes ran on ("" when none wrote a
+	// summary): a nightly run puts grids of several side by side.
+	Provider, KubernetesVersion string
+	Modes                       []string
+	Checks                      []string          // IDs, in catalog order
+	Titles                      map[string]string // ID → the check's title
+	Cells                       map[string]map[string]Cell
 }
 
 // Modes are every certificate mode, in the report's order.
@@ -50,6 +53,9 @@ func NewGrid(t *target.Target, summaries map[string]*report.Summary, logs map[st
 	for _, s := range summaries {
 		if s == nil {
 			continue
+		}
+		if g.Provider == "" {
+			g.Provider, g.KubernetesVersion = s.Provider, s.KubernetesVersion
 		}
 		for _, sc := range s.Scenarios {
 			if !slices.Contains(g.Checks, sc.ID) {
@@ -111,15 +117,27 @@ func divergence(t *target.Target, id, mode string) *target.Divergence {
 
 // Failed says whether any cell is an unexpected result: a failure not declared, or a declared
 // divergence that no longer reproduces.
-func (g Grid) Failed() bool {
-	for _, row := range g.Cells {
-		for _, c := range row {
-			if c.Verdict == Unexpected || c.Verdict == NoLonger {
-				return true
+func (g Grid) Failed() bool { return len(g.Changed()) > 0 }
+
+// Changed lists the unexpected cells — a failure the description does not declare, or a
+// declared divergence that no longer reproduces — one line each: where (target, check, mode,
+// and the cluster's provider and version when known), the verdict and why.
+func (g Grid) Changed() []string {
+	var out []string
+	for _, id := range g.Checks {
+		for _, m := range g.Modes {
+			c := g.Cells[id][m]
+			if c.Verdict != Unexpected && c.Verdict != NoLonger {
+				continue
 			}
+			where := g.Target + " " + id + " " + m
+			if g.Provider != "" {
+				where += " (" + g.Provider + ", " + g.KubernetesVersion + ")"
+			}
+			out = append(out, fmt.Sprintf("%s: %s %s", where, c.Verdict, oneLine(c.Why)))
 		}
 	}
-	return false
+	return out
 }
 
 // Markdown is the grid as report.md shows it, with every cell's reason below it.

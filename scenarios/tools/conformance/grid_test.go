@@ -1,9 +1,14 @@
 package conformance
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/report"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/target"
@@ -85,7 +90,7 @@ func TestAcrossPutsTargetsSideBySideAndNamesModesThatDoNotApply(t *testing.T) {
 			target.External:    summary(map[string]report.Outcome{"W1": report.Passed, "W2": report.Failed}),
 		}, nil),
 	}
-	md := Across(grids, func(name string) string { return name + "/report.md" })
+	md := Across(grids, func(i int) string { return grids[i].Target + "/report.md" })
 	assert.Equal(t, `| check | one selfManaged | two selfManaged | two external |
 |---|---|---|---|
 | W1 check W1 | ✅ | ✅ | ✅ |
@@ -100,4 +105,55 @@ func TestAcrossPutsTargetsSideBySideAndNamesModesThatDoNotApply(t *testing.T) {
 - one: [report](one/report.md) (why each cell is what it is)
 - two: [report](two/report.md) (why each cell is what it is)
 `, md)
+}
+
+// nightly is one target's grid on a cluster, as a nightly job's run writes it.
+func nightly(t *target.Target, provider, version string, results map[string]report.Outcome) Grid {
+	s := summary(results)
+	s.Provider, s.KubernetesVersion = provider, version
+	return NewGrid(t, map[string]*report.Summary{target.SelfManaged: s}, nil)
+}
+
+func TestGridsOfSeveralClustersSayWhichEachColumnRanOnAndWhatChanged(t *testing.T) {
+	demo := &target.Target{Name: "demo",
+		CertModes:   target.CertModes{SelfManaged: &target.CertMode{}, NotApplicable: map[string]string{target.CertManager: "none", target.External: "none"}},
+		Divergences: []target.Divergence{{Check: "W9", Why: "drops a request as a pod stops", Link: "https://example.com/9"}}}
+	grids := []Grid{
+		nightly(demo, "local", "v1.37.2", map[string]report.Outcome{"W1": report.Passed, "W9": report.Failed}),
+		nightly(demo, "kind", "v1.37.2", map[string]report.Outcome{"W1": report.Failed, "W9": report.Passed}),
+	}
+	assert.Empty(t, grids[0].Changed(), "a declared divergence that reproduced is no change")
+	assert.Equal(t, []string{
+		"demo W1 selfManaged (kind, v1.37.2): ❌ W1 failed: expected a, saw b",
+		"demo W9 selfManaged (kind, v1.37.2): ❗ declared divergence no longer reproduces (drops a request as a pod stops): remove it from the description",
+	}, grids[1].Changed())
+	md := Across(grids, func(i int) string { return []string{"a/demo/report.md", "b/demo/report.md"}[i] })
+	assert.Contains(t, md, "| check | demo selfManaged<br>local v1.37.2 | demo selfManaged<br>kind v1.37.2 |\n")
+	assert.Contains(t, md, "| W9 check W9 | ⚠️ | ❗ |")
+	assert.Contains(t, md, "- demo on kind v1.37.2: [report](b/demo/report.md)")
+	assert.Equal(t, 1, strings.Count(md, "**demo, certManager** ➖"), "a mode that applies nowhere is named once")
+}
+
+func TestReadGridsReadsEveryTargetOfARun(t *testing.T) {
+	demo := &target.Target{Name: "demo", CertModes: target.CertModes{SelfManaged: &target.CertMode{}}}
+	part := t.TempDir()
+	g := nightly(demo, "local", "v1.37.2", map[string]report.Outcome{"W1": report.Passed})
+	raw, err := json.Marshal(g)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(part, "demo", target.SelfManaged), 0o750))
+	require.NoError(t, os.WriteFile(filepath.Join(part, "demo", report.SummaryFile), raw, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(part, "report.md"), []byte("a file beside the targets"), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(part, "notarun"), 0o750))
+	grids, reports, _, err := ReadGrids(part)
+	require.NoError(t, err)
+	require.Len(t, grids, 1)
+	assert.Equal(t, "local", grids[0].Provider)
+	assert.Equal(t, Pass, grids[0].Cells["W1"][target.SelfManaged].Verdict)
+	assert.Equal(t, []string{filepath.Join(part, "demo", "report.md")}, reports)
+
+	_, _, _, err = ReadGrids(t.TempDir())
+	assert.ErrorContains(t, err, "holds no target's grid (<target>/summary.json): give the -out of a `make e2e-conformance` run")
+	require.NoError(t, os.WriteFile(filepath.Join(part, "demo", report.SummaryFile), []byte(`{"Suite":"conformance"}`), 0o600))
+	_, _, _, err = ReadGrids(part)
+	assert.ErrorContains(t, err, "not a target's grid")
 }

@@ -98,6 +98,29 @@ func TestNightlyWorkflowRunsSuitesUnderStress(t *testing.T) {
 	assert.Equal(t, "2", m[4])
 }
 
+// The nightly runs the webhook contract against every target on every supported version and
+// provider, and merges the runs into one grid that fails on a changed cell.
+func TestNightlyWorkflowRunsTheConformanceGrid(t *testing.T) {
+	root, err := workspace.Root()
+	require.NoError(t, err)
+	s, err := SupportedIn(root)
+	require.NoError(t, err)
+	w := readWorkflow(t, root, "nightly.yaml")
+	job, ok := w.Jobs["conformance"]
+	require.True(t, ok, "nightly.yaml has a conformance job")
+	assert.Equal(t, s.Versions, listOf(job.Strategy.Matrix["version"]), "the conformance job's matrix.version: every Kubernetes version under hack/tools/k8s")
+	assert.ElementsMatch(t, s.Providers, listOf(job.Strategy.Matrix["provider"]), "the conformance job's matrix.provider")
+	runsOf := func(name string) string {
+		var runs []string
+		for _, st := range w.Jobs[name].Steps {
+			runs = append(runs, st.Run)
+		}
+		return strings.Join(runs, "\n")
+	}
+	assert.Contains(t, runsOf("conformance"), `make e2e-conformance TARGET=all PROVIDER="${{ matrix.provider }}" K8S_VERSION="${{ matrix.version }}"`)
+	assert.Contains(t, runsOf("conformance-grid"), `make e2e-conformance-merge PARTS=`)
+}
+
 // CI runs the README's test command.
 func TestCIWorkflowRunsMakeTest(t *testing.T) {
 	root, err := workspace.Root()

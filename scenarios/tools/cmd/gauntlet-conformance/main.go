@@ -4,6 +4,13 @@
 //
 //	go run ./scenarios/tools/cmd/gauntlet-conformance -target gatekeeper -out _output/conformance -- --provider=local
 //	go run ./scenarios/tools/cmd/gauntlet-conformance -target "gauntlet gatekeeper" -- --provider=local
+//	go run ./scenarios/tools/cmd/gauntlet-conformance -target all -- --provider=kind
+//
+// With -merge it runs nothing and writes one grid of earlier runs, such as the nightly's jobs',
+// one per provider and Kubernetes version, to <out>/report.md; it exits 1 naming every changed
+// cell:
+//
+//	go run ./scenarios/tools/cmd/gauntlet-conformance -merge "parts/v1.37.2-local parts/v1.37.2-kind" -out _output/conformance-grid
 //
 // The arguments after -- go to every run of the suite (go test … -args). It builds a target's
 // binaries first, so the runs find them cached. Results: <out>/<target>/report.md,
@@ -36,12 +43,90 @@ import (
 )
 
 func main() {
-	names := flag.String("target", suite.DefaultTarget, "the targets, separated by spaces or commas: each a name under scenarios/targets, or a path to its description")
+	names := flag.String("target", suite.DefaultTarget, "the targets, separated by spaces or commas: each a name under scenarios/targets, or a path to its description; all: every target under scenarios/targets")
 	jobs := flag.Int("jobs", 1, "how many modes of a target run at once, each its own cluster")
 	timeout := flag.String("timeout", "30m", "go test -timeout of each mode's run")
 	out := flag.String("out", "_output/conformance", "where the grids and each mode's report go: <out>/<target>/")
+	merge := flag.String("merge", "", "run nothing: merge the grids of these earlier runs' -out directories (space-separated) into <out>/report.md")
 	flag.Parse()
+	if *merge != "" {
+		os.Exit(mergeRuns(strings.Fields(*merge), *out))
+	}
 	os.Exit(run(*names, *jobs, *timeout, *out, flag.Args()))
+}
+
+// mergeRuns writes one grid of the runs in parts (the nightly's, one per provider and
+// Kubernetes version) to <out>/report.md and <out>/summary.json, and prints it; it exits 1
+// naming every changed cell — a failure no description declares, or a declared divergence that
+// no longer reproduces — and 2 when a part cannot be read.
+func mergeRuns(parts []string, out string) int {
+	out, err := filepath.Abs(out)
+	if err != nil {
+		return fail("%v", err)
+	}
+	var grids []conformance.Grid
+	var ran []report.Summary
+	var reports []string // of grids[i], relative to out
+	for _, part := range parts {
+		g, r, s, err := conformance.ReadGrids(part)
+		if err != nil {
+			return fail("%v", err)
+		}
+		for _, path := range r {
+			abs, err := filepath.Abs(path)
+			if err == nil {
+				path, err = filepath.Rel(out, abs)
+			}
+			if err != nil {
+				return fail("%v", err)
+			}
+			reports = append(reports, path)
+		}
+		grids, ran = append(grids, g...), append(ran, s...)
+	}
+	if err := os.MkdirAll(out, 0o750); err != nil {
+		return fail("%v", err)
+	}
+	across := conformance.Across(grids, func(i int) string { return reports[i] })
+	if score := doctorScore(ran); score != "" {
+		across += "\n" + score + "\n"
+	}
+	var changed []string
+	for _, g := range grids {
+		changed = append(changed, g.Changed()...)
+	}
+	verdict := "No cell changed: every check passed, or failed as its target declares."
+	if len(changed) > 0 {
+		verdict = fmt.Sprintf("**%d cells changed** (a failure no description declares, or a declared divergence that no longer reproduces):\n\n- %s",
+			len(changed), strings.Join(changed, "\n- "))
+	}
+	md := fmt.Sprintf("# Conformance: %d runs of %d targets\n\n%s\n\n%s", len(parts), len(targetsOf(grids)), verdict, across)
+	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte(md), 0o644); err != nil { //nolint:gosec // G306: a report for people to read
+		return fail("%v", err)
+	}
+	data, err := json.MarshalIndent(grids, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(out, report.SummaryFile), append(data, '\n'), 0o644) //nolint:gosec // G306: a report for people to read
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	fmt.Printf("%s\nconformance: %d grids merged; report: %s\n", md, len(grids), filepath.Join(suiterun.DisplayPath(out), "report.md"))
+	if len(changed) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// targetsOf names the targets of grids, each once.
+func targetsOf(grids []conformance.Grid) []string {
+	var names []string
+	for _, g := range grids {
+		if !slices.Contains(names, g.Target) {
+			names = append(names, g.Target)
+		}
+	}
+	return names
 }
 
 func fail(format string, args ...any) int {
@@ -61,7 +146,12 @@ func run(names string, jobs int, timeout, out string, suiteArgs []string) int {
 	}
 	fields := strings.FieldsFunc(names, func(r rune) bool { return r == ',' || r == ' ' })
 	if len(fields) == 0 {
-		return fail("-target is empty: name a target under scenarios/targets or a path to a description")
+		return fail("-target is empty: name a target under scenarios/targets (or all of them: all) or a path to a description")
+	}
+	if slices.Equal(fields, []string{"all"}) {
+		if fields, err = suite.TargetNames(); err != nil {
+			return fail("listing the targets under scenarios/targets: %v", err)
+		}
 	}
 	paths, targets := map[*target.Target]string{}, []*target.Target(nil)
 	for _, name := range fields {
@@ -110,7 +200,7 @@ func run(names string, jobs int, timeout, out string, suiteArgs []string) int {
 // writeAcross writes <out>/report.md, the targets' grids side by side with the doctor's score over
 // all of them, and <out>/summary.json, every grid.
 func writeAcross(out string, grids []conformance.Grid, ran []report.Summary) error {
-	across := conformance.Across(grids, func(name string) string { return name + "/report.md" })
+	across := conformance.Across(grids, func(i int) string { return grids[i].Target + "/report.md" })
 	if score := doctorScore(ran); score != "" {
 		across += "\n" + score + "\n"
 	}
