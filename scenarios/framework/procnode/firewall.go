@@ -84,7 +84,7 @@ func (r bridgeForwardRule) present() bool {
 
 // iptables runs iptables, waiting for the xtables lock another program (Docker) may hold.
 func iptables(args ...string) (string, error) {
-	out, err := exec.Command("iptables", append([]string{"-w", "10"}, args...)...).CombinedOutput()
+	out, err := exec.Command("iptables", append([]string{"-w", "10"}, args...)...).CombinedOutput() //nolint:gosec // G204: the node's own rule, built from its node and bridge names
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return strings.TrimSpace(string(out)), fmt.Errorf("iptables exited %d", exit.ExitCode())

@@ -152,7 +152,7 @@ func TestReadGridsReadsEveryTargetOfARun(t *testing.T) {
 	assert.Equal(t, []string{filepath.Join(part, "demo", "report.md")}, reports)
 
 	_, _, _, err = ReadGrids(t.TempDir())
-	assert.ErrorContains(t, err, "holds no target's grid (<target>/summary.json): give the -out of a `make e2e-conformance` run")
+	require.ErrorContains(t, err, "holds no target's grid (<target>/summary.json): give the -out of a `make e2e-conformance` run")
 	require.NoError(t, os.WriteFile(filepath.Join(part, "demo", report.SummaryFile), []byte(`{"Suite":"conformance"}`), 0o600))
 	_, _, _, err = ReadGrids(part)
 	assert.ErrorContains(t, err, "not a target's grid")
