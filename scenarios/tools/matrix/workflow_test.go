@@ -49,19 +49,33 @@ func toString(v any) string {
 	return s
 }
 
-// The nightly workflow runs every supported Kubernetes version, both providers and every suite:
-// a version added under hack/tools/k8s or a suite added under e2e/ that the nightly misses
-// fails here.
-func TestNightlyWorkflowCoversTheMatrix(t *testing.T) {
+// nightly reads nightly.yaml, and what the matrix supports.
+func nightly(t *testing.T) (Supported, workflow) {
+	t.Helper()
 	root, err := workspace.Root()
 	require.NoError(t, err)
 	s, err := SupportedIn(root)
 	require.NoError(t, err)
-	w := readWorkflow(t, root, "nightly.yaml")
-	e2e, ok := w.Jobs["e2e"]
-	require.True(t, ok, "nightly.yaml has an e2e job")
-	assert.Equal(t, s.Versions, listOf(e2e.Strategy.Matrix["version"]), "nightly.yaml's matrix.version: every Kubernetes version under hack/tools/k8s")
-	assert.ElementsMatch(t, s.Providers, listOf(e2e.Strategy.Matrix["provider"]), "nightly.yaml's matrix.provider")
+	return s, readWorkflow(t, root, "nightly.yaml")
+}
+
+// expectEveryVersionAndProvider fails unless the job called name runs once per supported
+// Kubernetes version and provider.
+func expectEveryVersionAndProvider(t *testing.T, s Supported, w workflow, name string) {
+	t.Helper()
+	job, ok := w.Jobs[name]
+	require.True(t, ok, "nightly.yaml has a %s job", name)
+	assert.Equal(t, s.Versions, listOf(job.Strategy.Matrix["version"]), "nightly.yaml's %s job, matrix.version: every Kubernetes version under hack/tools/k8s", name)
+	assert.ElementsMatch(t, s.Providers, listOf(job.Strategy.Matrix["provider"]), "nightly.yaml's %s job, matrix.provider", name)
+}
+
+// The nightly workflow runs every supported Kubernetes version, both providers and every suite:
+// a version added under hack/tools/k8s or a suite added under e2e/ that the nightly misses
+// fails here.
+func TestNightlyWorkflowCoversTheMatrix(t *testing.T) {
+	s, w := nightly(t)
+	expectEveryVersionAndProvider(t, s, w, "e2e")
+	e2e := w.Jobs["e2e"]
 
 	suitesArg := regexp.MustCompile(`make e2e-matrix .*SUITES="([^"]*)"`)
 	var suites []string
@@ -76,11 +90,7 @@ func TestNightlyWorkflowCoversTheMatrix(t *testing.T) {
 // The nightly runs autocert and multioperator contended (STRESS=2) on the newest supported
 // version: a version dropped from hack/tools/k8s or a suite renamed fails here.
 func TestNightlyWorkflowRunsSuitesUnderStress(t *testing.T) {
-	root, err := workspace.Root()
-	require.NoError(t, err)
-	s, err := SupportedIn(root)
-	require.NoError(t, err)
-	w := readWorkflow(t, root, "nightly.yaml")
+	s, w := nightly(t)
 	job, ok := w.Jobs["e2e-stress"]
 	require.True(t, ok, "nightly.yaml has an e2e-stress job")
 	run := regexp.MustCompile(`make e2e-matrix VERSIONS="([^"]*)" PROVIDERS="([^"]*)" SUITES="([^"]*)" STRESS=([0-9]+)`)
@@ -101,15 +111,8 @@ func TestNightlyWorkflowRunsSuitesUnderStress(t *testing.T) {
 // The nightly runs the webhook contract against every target on every supported version and
 // provider, and merges the runs into one grid that fails on a changed cell.
 func TestNightlyWorkflowRunsTheConformanceGrid(t *testing.T) {
-	root, err := workspace.Root()
-	require.NoError(t, err)
-	s, err := SupportedIn(root)
-	require.NoError(t, err)
-	w := readWorkflow(t, root, "nightly.yaml")
-	job, ok := w.Jobs["conformance"]
-	require.True(t, ok, "nightly.yaml has a conformance job")
-	assert.Equal(t, s.Versions, listOf(job.Strategy.Matrix["version"]), "the conformance job's matrix.version: every Kubernetes version under hack/tools/k8s")
-	assert.ElementsMatch(t, s.Providers, listOf(job.Strategy.Matrix["provider"]), "the conformance job's matrix.provider")
+	s, w := nightly(t)
+	expectEveryVersionAndProvider(t, s, w, "conformance")
 	runsOf := func(name string) string {
 		var runs []string
 		for _, st := range w.Jobs[name].Steps {
