@@ -30,10 +30,13 @@ import (
 
 // T9 makes a target's webhook slower than its timeoutSeconds without touching the operator: a
 // delaying TCP proxy (suite.DelayProxy, package delayproxy) runs as a Deployment in the target's
-// namespace and the webhook Service's selector is pointed at its pods. The proxy holds each
-// connection longer than the longest timeoutSeconds, then forwards its bytes unchanged to the
-// serving pods: TLS passes through, so the certificate and its SAN are the webhook's own and
-// the clientConfig is untouched. What the API server meets is a webhook that answers, late.
+// namespace and the webhook Service's selector is pointed at its pods. The proxy forwards each
+// connection to the serving pods at once, but delivers every byte the API server sends longer
+// than the longest timeoutSeconds late — the handshake of a new connection and every request on
+// one kept alive (a connection whose handshake the API server gave up on completes later and
+// joins its pool) — and the answers at once. TLS passes through, so the certificate and its SAN
+// are the webhook's own and the clientConfig is untouched. What the API server meets is a
+// webhook that answers every call, late.
 
 // The delaying proxy's Deployment, and the label of its pods that T9's selector requires.
 const (
@@ -42,8 +45,8 @@ const (
 	delayProxyValue = "t9"
 )
 
-// delayMargin is how much longer than the longest timeoutSeconds the proxy holds a connection:
-// enough that no call's deadline falls near the moment it forwards.
+// delayMargin is how much longer than the longest timeoutSeconds the proxy delays each byte
+// sent to the webhook: enough that no call's deadline falls near the moment it arrives.
 const delayMargin = 2 * time.Second
 
 // slowSymptomTimeout bounds observing T9: the proxy's endpoints reach the API server within
@@ -51,14 +54,14 @@ const delayMargin = 2 * time.Second
 const slowSymptomTimeout = 3 * time.Minute
 
 // slowCall is T9's symptom, the stable part of the API server's failed-call message: `context
-// deadline exceeded` (CATALOG.md §T) — or, since the proxy holds the TLS handshake, its
+// deadline exceeded` (CATALOG.md §T) — or, since the proxy delays the TLS handshake too, its
 // transport's own handshake timeout when that comes first: client-go gives a handshake 10s,
 // which a webhook's timeoutSeconds of 10 or more leaves to it.
 var slowCall = regexp.MustCompile(`context deadline exceeded|net/http: TLS handshake timeout`)
 
 // doctorCheckServingCertificate names T9 here: the doctor does the API server's part of a
 // call, a TLS handshake, and waits for it as long as the longest timeoutSeconds; the proxy
-// holds the handshake longer (a webhook slow in its handler is the dry-run's to name).
+// delays the handshake longer (a webhook slow in its handler is the dry-run's to name).
 const doctorCheckServingCertificate = "serving-certificate"
 
 // slowWebhook is T9.
@@ -67,7 +70,7 @@ func slowWebhook(ctx context.Context, t *testing.T, ns string, r *symptomReport,
 	ref := it.Namespace + "/" + it.Served.Service
 	longest := longestTimeout(it.Served.Webhooks)
 	delay := longest + delayMargin
-	r.Fault = fmt.Sprintf("Service %s's selector pointed at a TCP proxy that holds each connection %s (the longest timeoutSeconds, %s, and %s) before forwarding it unchanged to the webhook's pods",
+	r.Fault = fmt.Sprintf("Service %s's selector pointed at a TCP proxy that delivers every byte sent to the webhook's pods %s late (the longest timeoutSeconds, %s, and %s), unchanged, and their answers at once",
 		ref, delay, longest, delayMargin)
 	image, why := suite.DelayProxy(ctx, t)
 	if image == "" {
@@ -235,7 +238,7 @@ func judgeLateAnswer(delay, took time.Duration, own, served *x509.Certificate, e
 	case own == nil || !bytes.Equal(own.Raw, served.Raw):
 		return fmt.Sprintf("after %s, a certificate other than the webhook pods' own (subject %q, serial %s)", at, served.Subject, served.SerialNumber), false
 	case took < delay-heldTolerance:
-		return fmt.Sprintf("the webhook's own certificate after %s, sooner than the delay: the proxy did not hold the connection", at), false
+		return fmt.Sprintf("the webhook's own certificate after %s, sooner than the delay: the proxy did not delay the handshake", at), false
 	}
 	return fmt.Sprintf("the webhook's own certificate (serial %s) after %s", served.SerialNumber, at), true
 }
@@ -253,8 +256,8 @@ func podAddresses(pods []corev1.Pod, port int32) []string {
 	return out
 }
 
-// delayProxyDeployment is the proxy in namespace ns: image holds each connection to
-// containerPort for delay, then forwards it to upstreams. Its container port carries the name
+// delayProxyDeployment is the proxy in namespace ns: image forwards each connection to
+// containerPort to upstreams, every byte from the client delay late. Its container port carries the name
 // the Service's targetPort uses, if it names one, so that the Service resolves it.
 func delayProxyDeployment(ns, image string, delay time.Duration, port corev1.ServicePort, containerPort int32, upstreams []string) *appsv1.Deployment {
 	labels := map[string]string{delayProxyLabel: delayProxyValue}

@@ -143,7 +143,7 @@ func troubleshootingSymptoms() e2etypes.Feature {
 			deletedService(ctx, t, ns, r, d)
 			return ctx
 		}).
-		Assess("T9: the webhook Service pointed at a proxy that holds each connection longer than timeoutSeconds: context deadline exceeded (Fail) or admitted unjudged (Ignore); the doctor names T9; the selector put back, the proxy deleted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess("T9: the webhook Service pointed at a proxy that delivers every byte sent to the webhook later than timeoutSeconds: context deadline exceeded (Fail) or admitted unjudged (Ignore); the doctor names T9; the selector put back, the proxy deleted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := &symptomReport{}
 			defer note(ctx, t, "T9", r)
 			slowWebhook(ctx, t, ns, r, d)

@@ -1,8 +1,10 @@
-// Package delayproxy is a TCP proxy that holds every connection it accepts for a delay before
-// it forwards the connection's bytes, unchanged and both ways, to one of its upstreams. Put in
-// front of a webhook server (the webhook Service's selector pointed at its pods), it makes the
-// webhook slower than the API server's timeoutSeconds without touching the operator: TLS passes
-// through untouched, so the served certificate and its SAN are the server's own.
+// Package delayproxy is a TCP proxy that forwards every connection it accepts to one of its
+// upstreams, delivering each byte the client sends a fixed delay after it arrived, and the
+// upstream's answers at once: a link from client to server with that much latency. Put in front
+// of a webhook server (the webhook Service's selector pointed at its pods), it makes every call
+// the API server makes — a new connection's TLS handshake, and each request on a connection kept
+// alive — slower than its timeoutSeconds, without touching the operator: TLS passes through
+// untouched, so the served certificate and its SAN are the server's own.
 package delayproxy
 
 import (
@@ -15,10 +17,11 @@ import (
 	"time"
 )
 
-// Proxy forwards connections after Delay to the first of Upstreams that accepts, trying them
-// in turn from one connection to the next.
+// Proxy forwards connections to the first of Upstreams that accepts, trying them in turn from
+// one connection to the next; every byte a client sends reaches the upstream Delay after the
+// proxy read it.
 type Proxy struct {
-	// Delay is how long each accepted connection waits before it is forwarded.
+	// Delay is how late each byte from the client is delivered.
 	Delay time.Duration
 	// Upstreams are the host:port addresses forwarded to.
 	Upstreams []string
@@ -34,7 +37,7 @@ type Proxy struct {
 }
 
 // Serve accepts connections on l until ctx is done, then closes l and every connection it
-// holds or forwards (waiting or not) and returns once their goroutines have ended.
+// forwards and returns once their goroutines have ended.
 func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	if len(p.Upstreams) == 0 {
 		return errors.New("delay proxy: no upstream to forward to")
@@ -75,19 +78,16 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	return fmt.Errorf("delay proxy: accepting on %s: %w", l.Addr(), err)
 }
 
-// handle holds c for the delay, then forwards it to an upstream until either side closes.
+// handle forwards c to an upstream until either side closes: what c sends, Delay late; what the
+// upstream answers, at once. A client that sends a request on a connection it keeps alive meets
+// the delay again, as it would meet a webhook that is slow to answer every request: the delay
+// is not paid once per connection.
 func (p *Proxy) handle(ctx context.Context, c net.Conn) {
 	defer p.untrack(c)
 	from := c.RemoteAddr().String()
-	select {
-	case <-ctx.Done():
-		p.logf("%s: closed while held (stopping)", from)
-		return
-	case <-time.After(p.Delay):
-	}
 	up, addr, err := p.dial(ctx)
 	if err != nil {
-		p.logf("%s: held %s, then %v", from, p.Delay, err)
+		p.logf("%s: %v", from, err)
 		return
 	}
 	if !p.track(up) {
@@ -95,22 +95,66 @@ func (p *Proxy) handle(ctx context.Context, c net.Conn) {
 		return
 	}
 	defer p.untrack(up)
-	p.logf("%s: held %s, forwarding to %s", from, p.Delay, addr)
+	p.logf("%s: forwarding to %s, each byte it sends %s late", from, addr, p.Delay)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	pipe := func(dst, src net.Conn) {
+	go func() {
 		defer wg.Done()
-		_, _ = io.Copy(dst, src)
-		// One direction ended: tell the other side, which may still answer (half close).
-		if tc, ok := dst.(interface{ CloseWrite() error }); ok {
-			_ = tc.CloseWrite()
-		} else {
-			_ = dst.Close()
+		p.late(ctx, up, c)
+		closeWrite(up)
+	}()
+	go func() {
+		defer wg.Done()
+		_, _ = io.Copy(c, up)
+		closeWrite(c)
+	}()
+	wg.Wait()
+}
+
+// closeWrite tells c's peer that nothing more comes, while it may still answer (half close).
+func closeWrite(c net.Conn) {
+	if tc, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = tc.CloseWrite()
+		return
+	}
+	_ = c.Close()
+}
+
+// late copies src to dst until src ends, writing each chunk it reads Delay after reading it.
+func (p *Proxy) late(ctx context.Context, dst, src net.Conn) {
+	type chunk struct {
+		b    []byte
+		read time.Time
+	}
+	chunks, done := make(chan chunk, 64), make(chan struct{})
+	defer close(done) // a reader blocked on a full queue gives up
+	go func() {
+		defer close(chunks)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				select {
+				case chunks <- chunk{buf[:n], time.Now()}:
+				case <-done:
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for ch := range chunks {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(ch.read.Add(p.Delay))):
+		}
+		if _, err := dst.Write(ch.b); err != nil {
+			return
 		}
 	}
-	go pipe(up, c)
-	go pipe(c, up)
-	wg.Wait()
 }
 
 // dial connects to the upstreams in turn, starting after the one used last.

@@ -1,5 +1,6 @@
-// Command gauntlet-delay-proxy holds every TCP connection it accepts for --delay, then forwards
-// its bytes unchanged to the upstreams of the port it came in on (package delayproxy). W16 runs
+// Command gauntlet-delay-proxy forwards every TCP connection it accepts to the upstreams of the
+// port it came in on, each byte the client sends --delay late and the answers at once (package
+// delayproxy). W16 runs
 // it in the cluster in front of a target's webhook server to make the webhook slower than its
 // timeoutSeconds (T9) without touching the operator.
 //
@@ -26,7 +27,7 @@ import (
 
 func main() {
 	fs := flag.NewFlagSet("gauntlet-delay-proxy", flag.ExitOnError)
-	delay := fs.Duration("delay", 0, "how long each connection is held before it is forwarded (required)")
+	delay := fs.Duration("delay", 0, "how late each byte a client sends reaches the upstream (required)")
 	var routes []route
 	fs.Func("route", "PORT=HOST:PORT[,HOST:PORT…]: listen on PORT, forward to these upstreams (repeatable, at least one)", func(v string) error {
 		r, err := parseRoute(v)
@@ -81,7 +82,7 @@ func serve(ctx context.Context, delay time.Duration, routes []route) error {
 			wg.Wait()
 			return err
 		}
-		log.Printf("listening on %s: each connection held %s, then forwarded to %s", l.Addr(), delay, strings.Join(r.upstreams, ", "))
+		log.Printf("listening on %s: forwarding to %s, each byte a client sends %s late", l.Addr(), strings.Join(r.upstreams, ", "), delay)
 		p := &delayproxy.Proxy{Delay: delay, Upstreams: r.upstreams, Logf: log.Printf}
 		wg.Add(1)
 		go func() {
