@@ -100,8 +100,8 @@ type rendered struct {
 }
 
 // render loads t's chart (from its module, fetched if need be, or its directory) and renders
-// it in mode with the values its description gives.
-func render(ctx context.Context, t *target.Target, mode string) (*rendered, error) {
+// it in mode with the values its description gives, for a cluster of Kubernetes kubeVersion.
+func render(ctx context.Context, t *target.Target, mode, kubeVersion string) (*rendered, error) {
 	dir, err := t.ChartDir(ctx)
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func render(ctx context.Context, t *target.Target, mode string) (*rendered, erro
 		caBundle = r.ca.CABundle()
 	}
 	r.values = t.Values(mode, caBundle)
-	objs, err := chart.RenderChart(r.chart, t.Chart.Release, t.Chart.Namespace, r.values)
+	objs, err := chart.RenderChartFor(r.chart, t.Chart.Release, t.Chart.Namespace, r.values, kubeVersion)
 	if err != nil {
 		return nil, fmt.Errorf("%w (values: %v)", err, r.values)
 	}
@@ -147,7 +147,7 @@ func (s *Suite) clusterRequest(ctx context.Context) (cluster.Request, error) {
 		if err != nil {
 			return err
 		}
-		if s.rendered, err = render(ctx, s.target, s.targetMode); err != nil {
+		if s.rendered, err = render(ctx, s.target, s.targetMode, s.opts.kubernetesVersion); err != nil {
 			return err
 		}
 		req.Images, err = s.target.Entrypoints(images, s.rendered.objs)
