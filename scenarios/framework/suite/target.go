@@ -11,7 +11,6 @@ import (
 	"time"
 
 	helmchart "helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -107,13 +106,10 @@ type rendered struct {
 // render loads t's chart (from its module, fetched if need be, or its directory) and renders
 // it in mode with the values its description gives, for a cluster of Kubernetes kubeVersion.
 func render(ctx context.Context, t *target.Target, mode, kubeVersion string) (*rendered, error) {
-	dir, err := t.ChartDir(ctx)
-	if err != nil {
-		return nil, err
-	}
 	r := &rendered{}
-	if r.chart, err = loader.Load(dir); err != nil {
-		return nil, fmt.Errorf("loading the chart of target %s from %s: %w", t.Name, dir, err)
+	var err error
+	if r.chart, err = t.LoadChart(ctx); err != nil {
+		return nil, err
 	}
 	caBundle := ""
 	if mode == target.External {
