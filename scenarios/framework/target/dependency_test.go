@@ -47,7 +47,7 @@ func TestAddDependencyAddsAListedSubchartTheChartDoesNotCarry(t *testing.T) {
 }
 
 func TestAddDependencyRefusesWhatTheChartDoesNotList(t *testing.T) {
-	assert.EqualError(t, addDependency(parentChart(), "api", subChart("other")), "the subchart there is other, not api")
-	assert.EqualError(t, addDependency(parentChart(), "other", subChart("other")), "chart parent lists no dependency other (it lists: grafana, api)")
-	assert.EqualError(t, addDependency(parentChart(), "grafana", subChart("grafana")), "chart parent carries grafana in its charts/ directory already: leave it out")
+	require.EqualError(t, addDependency(parentChart(), "api", subChart("other")), "the subchart there is other, not api")
+	require.EqualError(t, addDependency(parentChart(), "other", subChart("other")), "chart parent lists no dependency other (it lists: grafana, api)")
+	require.EqualError(t, addDependency(parentChart(), "grafana", subChart("grafana")), "chart parent carries grafana in its charts/ directory already: leave it out")
 }
