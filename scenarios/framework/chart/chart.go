@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	helmchart "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
@@ -71,7 +72,23 @@ func Render(releaseName, namespace string, values map[string]any) ([]*unstructur
 // may `fail`, and `lookup` finds nothing. Errors carry Helm's message (the schema violation or
 // the template's fail text).
 func RenderChart(ch *helmchart.Chart, releaseName, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	return RenderChartFor(ch, releaseName, namespace, values, "")
+}
+
+// RenderChartFor is RenderChart for a cluster of Kubernetes kubeVersion (e.g. v1.37.2; "" for
+// the Helm SDK's default, v1.20.0): what .Capabilities.KubeVersion says and what the chart's
+// kubeVersion constraint is checked against, as `helm template --kube-version` and as an
+// install into that cluster would. A chart requiring a newer Kubernetes than v1.20 (Kyverno's:
+// >=1.25.0-0) renders only so.
+func RenderChartFor(ch *helmchart.Chart, releaseName, namespace string, values map[string]any, kubeVersion string) ([]*unstructured.Unstructured, error) {
 	client := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	if kubeVersion != "" {
+		kv, err := chartutil.ParseKubeVersion(kubeVersion)
+		if err != nil {
+			return nil, fmt.Errorf("rendering chart %s for Kubernetes %q: %w", ch.Name(), kubeVersion, err)
+		}
+		client.KubeVersion = kv
+	}
 	client.ReleaseName = releaseName
 	client.Namespace = namespace
 	client.DryRun = true

@@ -2,8 +2,10 @@ package suite
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -41,19 +43,64 @@ func scanForPrivateKeys(dir string) ([]keyFinding, error) {
 			return err
 		}
 		defer func() { _ = f.Close() }() // read only
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024) // log lines carrying objects are long
-		for n := 1; sc.Scan(); n++ {
-			if form, _ := pki.KeyMaterial(sc.Bytes()); form != "" {
+		lines, err := scanLines(bufio.NewReaderSize(f, scanChunk), func(n int, piece []byte) bool {
+			if form, _ := pki.KeyMaterial(piece); form != "" {
 				found = append(found, keyFinding{path: path, line: n, form: form})
+				return true
 			}
-		}
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("scanning %s: %w", path, err)
+			return false
+		})
+		if err != nil {
+			return fmt.Errorf("scanning %s (line %d): %w", path, lines, err)
 		}
 		return nil
 	})
 	return found, err
+}
+
+// scanChunk is the most of one line scanLines hands over at once, and scanOverlap how much of a
+// piece's end it hands over again with the next: a log line can be longer than any buffer (a
+// target that logs a 100 MB request body: Kyverno under W10), and key material met at a piece's
+// boundary is still whole in one of the two.
+const (
+	scanChunk   = 4 << 20
+	scanOverlap = 64 << 10
+)
+
+// scanLines hands each line of r (without its newline) to found with its number, a line longer
+// than scanChunk in overlapping pieces until found reports one; it returns the lines read.
+func scanLines(r *bufio.Reader, found func(line int, piece []byte) bool) (int, error) {
+	n := 0
+	var carry []byte // the end of the previous piece of a long line
+	done := false    // found reported this line already
+	for {
+		piece, err := r.ReadSlice('\n')
+		if len(piece) == 0 && errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		whole := !errors.Is(err, bufio.ErrBufferFull)
+		if len(carry) == 0 && whole {
+			n++
+			found(n, bytes.TrimSuffix(piece, []byte("\n")))
+		} else {
+			buf := append(carry, bytes.TrimSuffix(piece, []byte("\n"))...)
+			if !done && found(n+1, buf) {
+				done = true
+			}
+			if whole {
+				n++
+				carry, done = nil, false
+			} else {
+				carry = append([]byte(nil), buf[max(0, len(buf)-scanOverlap):]...)
+			}
+		}
+		switch {
+		case errors.Is(err, io.EOF):
+			return n, nil
+		case err != nil && !errors.Is(err, bufio.ErrBufferFull):
+			return n, err
+		}
+	}
 }
 
 // keyScanVerdict is the suite's check on what it collected: "" when clean, else the failure

@@ -66,3 +66,21 @@ func TestKeyScanVerdict(t *testing.T) {
 func pemBlock(kind string) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: []byte("0123456789abcdef0123456789abcdef")})
 }
+
+// A log line longer than any buffer (Kyverno logged W10's 100 MB bodies on one line) is scanned
+// in overlapping pieces: no error, and a key header across a piece's boundary is still found,
+// once, on its line.
+func TestScanForPrivateKeysReadsLinesLongerThanAnyBuffer(t *testing.T) {
+	dir := t.TempDir()
+	header := "-----BEGIN RSA PRIVATE KEY-----" //nolint:gosec // G101: a PEM header the scan must find, no key
+	long := strings.Repeat("x", scanChunk-10) + header + strings.Repeat("y", 3*scanChunk)
+	clean := strings.Repeat("z", 5*scanChunk)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kyverno.log"), []byte(clean+"\n"+long+"\nshort\n"+header+"\n"), 0o600))
+	found, err := scanForPrivateKeys(dir)
+	require.NoError(t, err)
+	var lines []int
+	for _, f := range found {
+		lines = append(lines, f.line)
+	}
+	assert.Equal(t, []int{2, 4}, lines)
+}

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	helmchart "helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
@@ -104,21 +104,22 @@ type rendered struct {
 	// objs are the rendered objects (CRDs aside): their commands settle where images hold
 	// their programs (Target.Entrypoints).
 	objs []*unstructured.Unstructured
+	crds []*unstructured.Unstructured
+	// runtimeWebhooks: the chart renders no webhook configuration, the operator registers its
+	// own once it runs; served is read from the cluster after the install (installTarget).
+	runtimeWebhooks bool
 	// ca signs external mode's serving certificate (nil in the other modes). It is made first:
 	// a chart may refuse to render without a caBundle.
 	ca *pki.CertificateAuthority
 }
 
 // render loads t's chart (from its module, fetched if need be, or its directory) and renders
-// it in mode with the values its description gives.
-func render(ctx context.Context, t *target.Target, mode string) (*rendered, error) {
-	dir, err := t.ChartDir(ctx)
-	if err != nil {
-		return nil, err
-	}
+// it in mode with the values its description gives, for a cluster of Kubernetes kubeVersion.
+func render(ctx context.Context, t *target.Target, mode, kubeVersion string) (*rendered, error) {
 	r := &rendered{}
-	if r.chart, err = loader.Load(dir); err != nil {
-		return nil, fmt.Errorf("loading the chart of target %s from %s: %w", t.Name, dir, err)
+	var err error
+	if r.chart, err = t.LoadChart(ctx); err != nil {
+		return nil, err
 	}
 	caBundle := ""
 	if mode == target.External {
@@ -128,7 +129,7 @@ func render(ctx context.Context, t *target.Target, mode string) (*rendered, erro
 		caBundle = r.ca.CABundle()
 	}
 	r.values = t.Values(mode, caBundle)
-	objs, err := chart.RenderChart(r.chart, t.Chart.Release, t.Chart.Namespace, r.values)
+	objs, err := chart.RenderChartFor(r.chart, t.Chart.Release, t.Chart.Namespace, r.values, kubeVersion)
 	if err != nil {
 		return nil, fmt.Errorf("%w (values: %v)", err, r.values)
 	}
@@ -136,10 +137,20 @@ func render(ctx context.Context, t *target.Target, mode string) (*rendered, erro
 	if err != nil {
 		return nil, err
 	}
+	r.objs, r.crds = objs, crds
+	if !target.RegistersWebhooks(objs) {
+		// The operator registers its webhooks itself once it runs: installTarget reads them
+		// from the cluster (ServedAtRuntime). Until then the Deployment is the one named.
+		if t.Names.Deployment == "" {
+			return nil, fmt.Errorf("reading target %s's rendered chart: it registers no webhook (the operator registers its own at runtime): set names.deployment to the Deployment whose pods serve them", t.Name)
+		}
+		r.runtimeWebhooks = true
+		r.served = target.Served{Namespace: t.Chart.Namespace, Deployment: t.Names.Deployment, Secret: t.Names.Secret}
+		return r, nil
+	}
 	if r.served, err = target.ServedBy(slices.Concat(crds, objs), t.Chart.Namespace, t.Names); err != nil {
 		return nil, fmt.Errorf("reading target %s's rendered chart: %w", t.Name, err)
 	}
-	r.objs = objs
 	return r, nil
 }
 
@@ -157,7 +168,7 @@ func (s *Suite) clusterRequest(ctx context.Context) (cluster.Request, error) {
 		if err != nil {
 			return err
 		}
-		if s.rendered, err = render(ctx, s.target, s.targetMode); err != nil {
+		if s.rendered, err = render(ctx, s.target, s.targetMode, s.opts.kubernetesVersion); err != nil {
 			return err
 		}
 		req.Images, err = s.target.Entrypoints(images, s.rendered.objs)
@@ -265,6 +276,13 @@ func installTarget(ctx context.Context, c *Cluster, t *target.Target, mode strin
 	if err := applyManifests(ctx, c, t, t.Setup, ""); err != nil {
 		return nil, err
 	}
+	if r.runtimeWebhooks {
+		served, err := servedAtRuntime(ctx, c, t, r)
+		if err != nil {
+			return nil, err
+		}
+		r.served = served
+	}
 	return &target.Installed{Target: t, Mode: mode, Namespace: ns, Served: r.served}, nil
 }
 
@@ -293,6 +311,78 @@ func UpgradeTarget(ctx context.Context, t testing.TB, extra map[string]any) erro
 		return fmt.Errorf("getting Deployment %s/%s: %w", ns, name, err)
 	}
 	return release.WaitTerminatingGone(ctx, s.cluster.Kube(), ns, metav1.FormatLabelSelector(d.Spec.Selector), "Deployment "+ns+"/"+name, targetReadyTimeout)
+}
+
+// servedAtRuntime waits until the webhook configurations the operator registers itself (its
+// setup objects, e.g. policies, may be what makes it register some) call the Service in front
+// of names.deployment with every webhook the probes name, and reads what the checks need from
+// them and the rendered chart (target.ServedAtRuntime).
+func servedAtRuntime(ctx context.Context, c *Cluster, t *target.Target, r *rendered) (target.Served, error) {
+	var served target.Served
+	err := poll.Until(ctx, fmt.Sprintf("target %s to register the webhooks its probes name", t.Name), setupAppliedTimeout, func(ctx context.Context) (bool, string, error) {
+		configs, err := liveWebhookConfigurations(ctx, c)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		s, skipped, err := target.ServedAtRuntime(slices.Concat(r.crds, r.objs), configs, t.Chart.Namespace, t.Names)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		var missing []string
+		for _, p := range t.Probes {
+			if !slices.ContainsFunc(s.Webhooks, func(w target.Webhook) bool { return w.Name == p.Webhook }) {
+				missing = append(missing, p.Webhook)
+			}
+		}
+		if len(missing) > 0 {
+			var have []string
+			for _, w := range s.Webhooks {
+				have = append(have, w.Configuration+"/"+w.Name)
+			}
+			return false, fmt.Sprintf("probed webhooks %s not registered (registered: %s; not the target's Deployment's: %s)", strings.Join(missing, ", "), strings.Join(have, ", "), strings.Join(skipped, ", ")), nil
+		}
+		served = s
+		return true, "", nil
+	})
+	if err != nil {
+		return served, fmt.Errorf("reading target %s's webhooks from the cluster: %w", t.Name, err)
+	}
+	return served, nil
+}
+
+// liveWebhookConfigurations lists the cluster's webhook configurations as objects with their Kind.
+func liveWebhookConfigurations(ctx context.Context, c *Cluster) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	add := func(kind string, obj any) error {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{Object: m}
+		u.SetAPIVersion("admissionregistration.k8s.io/v1")
+		u.SetKind(kind)
+		out = append(out, u)
+		return nil
+	}
+	v, err := c.Kube().AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing ValidatingWebhookConfigurations: %w", err)
+	}
+	for i := range v.Items {
+		if err := add("ValidatingWebhookConfiguration", &v.Items[i]); err != nil {
+			return nil, err
+		}
+	}
+	m, err := c.Kube().AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing MutatingWebhookConfigurations: %w", err)
+	}
+	for i := range m.Items {
+		if err := add("MutatingWebhookConfiguration", &m.Items[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // applyManifests applies the objects of each manifest (server-side apply, in ns when their kind

@@ -110,7 +110,7 @@ func TestEveryProblemIsReportedByFileAndLine(t *testing.T) {
 		want           []string // each a line of the error, after "<file>:"
 	}{
 		{"unknown field", "  release: demo\n", "  release: demo\n  valuez: {}\n",
-			[]string{"9: field chart.valuez: unknown field; a chart has path, release, namespace, values, overrides"}},
+			[]string{"9: field chart.valuez: unknown field; a chart has path, release, namespace, values, overrides, dependencies"}},
 		{"missing required field", "  namespace: demo-system\n", "",
 			[]string{"6: field chart.namespace: required: The release namespace the target's documentation installs into."}},
 		{"a number where a string goes", "version: v1.2.3", "version: 3",

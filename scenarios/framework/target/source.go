@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	helmchart "helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/gomodule"
@@ -123,6 +126,62 @@ func (t *Target) ChartDir(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("target %s: %w", t.Name, err)
 	}
 	return gomodule.ChartDir(moduleDir, t.Chart.Path)
+}
+
+// LoadChart loads the chart (ChartDir) with the subcharts chart.dependencies names, each from
+// its Go module (fetched into the module cache when it is not there yet).
+func (t *Target) LoadChart(ctx context.Context) (*helmchart.Chart, error) {
+	dir, err := t.ChartDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := loader.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("loading the chart of target %s from %s: %w", t.Name, dir, err)
+	}
+	for i, d := range t.Chart.Dependencies {
+		field := fmt.Sprintf("chart.dependencies[%d]", i)
+		moduleDir, err := gomodule.Resolve(ctx, d.Module.Path, d.Module.Version)
+		if err != nil {
+			return nil, t.problem(field+".module", "%v", err)
+		}
+		subDir, err := gomodule.ChartDir(moduleDir, d.Path)
+		if err != nil {
+			return nil, t.problem(field+".path", "%v", err)
+		}
+		sub, err := loader.Load(subDir)
+		if err != nil {
+			return nil, t.problem(field+".path", "loading the subchart from %s: %v", subDir, err)
+		}
+		if err := addDependency(ch, d.Name, sub); err != nil {
+			return nil, t.problem(field, "%v", err)
+		}
+	}
+	return ch, nil
+}
+
+// addDependency adds sub to ch as its dependency name: one ch's Chart.yaml lists and does not
+// carry in its charts/ directory.
+func addDependency(ch *helmchart.Chart, name string, sub *helmchart.Chart) error {
+	if sub.Name() != name {
+		return fmt.Errorf("the subchart there is %s, not %s", sub.Name(), name)
+	}
+	var listed []string
+	found := false
+	for _, d := range ch.Metadata.Dependencies {
+		listed = append(listed, d.Name)
+		found = found || d.Name == name
+	}
+	if !found {
+		return fmt.Errorf("chart %s lists no dependency %s (it lists: %s)", ch.Name(), name, strings.Join(listed, ", "))
+	}
+	for _, c := range ch.Dependencies() {
+		if c.Name() == name {
+			return fmt.Errorf("chart %s carries %s in its charts/ directory already: leave it out", ch.Name(), name)
+		}
+	}
+	ch.AddDependency(sub)
+	return nil
 }
 
 // caBundlePlaceholder is replaced, in a mode's values, by the CA bundle of the serving

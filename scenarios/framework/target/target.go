@@ -87,6 +87,16 @@ type Chart struct {
 	Namespace string         `yaml:"namespace" doc:"The release namespace the target's documentation installs into."`
 	Values    map[string]any `yaml:"values,omitempty" doc:"Values every certificate mode sets. Users get the chart's defaults: set only what cannot run here, and say why in overrides."`
 	Overrides []Override     `yaml:"overrides,omitempty" doc:"Why each value that departs from the chart's defaults is set. The report lists them."`
+	// Dependencies are added to the chart as it is loaded (Target.LoadChart).
+	Dependencies []ChartDependency `yaml:"dependencies,omitempty" doc:"Subcharts the chart's Chart.yaml lists from a Helm repository, which the chart's directory does not carry (helm dependency build would fetch them, and the packaged chart users install bundles them): each taken from the Go module that holds it."`
+}
+
+// ChartDependency is a subchart the chart lists but does not carry, from a Go module.
+type ChartDependency struct {
+	Name   string `yaml:"name" doc:"The dependency's name as the chart's Chart.yaml lists it, e.g. kyverno-api."`
+	Module Module `yaml:"module" doc:"The Go module version that holds the subchart, e.g. the one the target's go.mod pins."`
+	Path   string `yaml:"path" doc:"The subchart's directory inside that module, e.g. charts/kyverno-api."`
+	Why    string `yaml:"why" doc:"Why that module's subchart is the one the chart's repository serves."`
 }
 
 // Override says why one chart value departs from the chart's default.
