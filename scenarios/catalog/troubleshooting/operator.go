@@ -29,29 +29,8 @@ import (
 // upgrades with exactly the values it is given).
 func withValues(r *chart.Release, over map[string]any) *chart.Release {
 	changed := *r
-	changed.Values = overlay(r.Values, over)
+	changed.Values = chart.MergeValues(r.Values, over)
 	return &changed
-}
-
-// overlay merges over into a copy of base, recursively; neither map is modified.
-func overlay(base, over map[string]any) map[string]any {
-	out := make(map[string]any, len(base)+len(over))
-	for k, v := range base {
-		if m, ok := v.(map[string]any); ok {
-			v = overlay(m, nil)
-		}
-		out[k] = v
-	}
-	for k, v := range over {
-		vm, isMap := v.(map[string]any)
-		if !isMap {
-			out[k] = v
-			continue
-		}
-		bm, _ := out[k].(map[string]any)
-		out[k] = overlay(bm, vm)
-	}
-	return out
 }
 
 // helmUpgrade runs `helm upgrade` of r and waits until its Deployment is Available (a values
