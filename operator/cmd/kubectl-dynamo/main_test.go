@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gauntlet-dev/gauntlet/operator/doctorreport"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/plugin/plugintest"
 )
 
@@ -80,24 +81,15 @@ func TestDoctorAgainstUnreachableCluster(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), []string{"doctor", "--kubeconfig", kubeconfig, "-o", "json", "--release", "r", "-n", "ns"}, &stdout, &stderr)
 		assert.Equal(t, exitUnhealthy, code, "stderr: %s", stderr.String())
-		var results []struct {
-			ID        string   `json:"id"`
-			Title     string   `json:"title"`
-			OK        bool     `json:"ok"`
-			Status    string   `json:"status"`
-			Cause     string   `json:"cause"`
-			Fix       string   `json:"fix"`
-			Details   []string `json:"details"`
-			DependsOn []string `json:"dependsOn"`
-		}
+		var results []doctorreport.Result
 		require.NoError(t, json.Unmarshal(stdout.Bytes(), &results), stdout.String())
 		require.Len(t, results, 12)
 		assert.Equal(t, "api-server", results[0].ID)
-		assert.Equal(t, "fail", results[0].Status)
+		assert.Equal(t, doctorreport.StatusFail, results[0].Status)
 		assert.False(t, results[0].OK)
 		assert.NotEmpty(t, results[0].Fix)
 		for _, r := range results[1:] {
-			assert.Equal(t, "skipped", r.Status, r.ID)
+			assert.Equal(t, doctorreport.StatusSkipped, r.Status, r.ID)
 			assert.Equal(t, []string{"api-server"}, r.DependsOn, r.ID)
 		}
 		dep := results[1]

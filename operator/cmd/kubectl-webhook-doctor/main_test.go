@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gauntlet-dev/gauntlet/operator/doctorreport"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/plugin"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/plugin/plugintest"
 )
@@ -49,12 +50,7 @@ func TestAgainstUnreachableCluster(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"--kubeconfig", kubeconfig, "-n", "policy-system", "-o", "json", "--timeout", "20s"}, &stdout, &stderr)
 	assert.Equal(t, plugin.ExitUnhealthy, code, "stderr: %s", stderr.String())
-	var results []struct {
-		ID        string   `json:"id"`
-		OK        bool     `json:"ok"`
-		Status    string   `json:"status"`
-		DependsOn []string `json:"dependsOn"`
-	}
+	var results []doctorreport.Result
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &results), stdout.String())
 	var ids []string
 	for _, r := range results {
@@ -62,9 +58,9 @@ func TestAgainstUnreachableCluster(t *testing.T) {
 	}
 	assert.Equal(t, []string{"api-server", "certificate-secret", "webhook-configurations", "ca-bundle", "namespace-selector",
 		"webhook-service", "service-endpoints", "serving-certificate", "admission-dry-run"}, ids)
-	assert.Equal(t, "fail", results[0].Status)
+	assert.Equal(t, doctorreport.StatusFail, results[0].Status)
 	for _, r := range results[1:] {
-		assert.Equal(t, "skipped", r.Status, r.ID)
+		assert.Equal(t, doctorreport.StatusSkipped, r.Status, r.ID)
 		assert.Equal(t, []string{"api-server"}, r.DependsOn, r.ID)
 	}
 }

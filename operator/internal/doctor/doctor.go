@@ -12,45 +12,26 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/operator/doctorreport"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/certs"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/scheme"
 )
 
-// Status is how a check ended.
-type Status string
+// Status is how a check ended (doctorreport.Status).
+type Status = doctorreport.Status
 
 // The statuses of a Result; see the package documentation for how they are decided.
 const (
-	// StatusPass: the check passed.
-	StatusPass Status = "pass"
-	// StatusFail: the check failed and nothing upstream explains it: a root cause.
-	StatusFail Status = "fail"
-	// StatusConsequence: the check failed, but an upstream check failed first and explains it.
-	StatusConsequence Status = "consequence"
-	// StatusSkipped: an input of the check comes from an upstream check that did not pass.
-	StatusSkipped Status = "skipped"
+	StatusPass        = doctorreport.StatusPass
+	StatusFail        = doctorreport.StatusFail
+	StatusConsequence = doctorreport.StatusConsequence
+	StatusSkipped     = doctorreport.StatusSkipped
 )
 
-// Result is one check's outcome, as printed (one line in text, one object in JSON).
+// Result is one check's outcome: what the JSON report prints (doctorreport.Result), and
+// whether a skip had nothing to examine.
 type Result struct {
-	// ID is the check's stable identifier, e.g. "webhook-service".
-	ID string `json:"id"`
-	// Title says what the check verifies, with the names of the objects it looked at.
-	Title string `json:"title"`
-	// OK is true only for StatusPass.
-	OK bool `json:"ok"`
-	// Status says whether the check passed, is a root cause, a consequence, or was skipped.
-	Status Status `json:"status"`
-	// Scenario is the troubleshooting scenario (T1…T11) the cause is documented as, if any.
-	Scenario string `json:"scenario,omitempty"`
-	// Cause is the one cause of a failure.
-	Cause string `json:"cause,omitempty"`
-	// Fix is the command (or commands, one per line) that fixes it.
-	Fix string `json:"fix,omitempty"`
-	// Details are the facts the check found (names, addresses, certificate fields, error text).
-	Details []string `json:"details,omitempty"`
-	// DependsOn lists, for a skipped or consequential check, the upstream root causes.
-	DependsOn []string `json:"dependsOn,omitempty"`
+	doctorreport.Result
 	// inapplicable marks a skip for want of something to examine that no fault explains (the
 	// serving container mounts no Secret the doctor could name): it does not make the report
 	// unhealthy. Not printed in JSON, whose shape is fixed; the skip's cause says why.
@@ -296,7 +277,7 @@ func (d *Doctor) newSession(f facts) *session {
 func (s *session) runChecks(ctx context.Context, checks []check) Report {
 	var report Report
 	for _, c := range checks {
-		res := Result{ID: c.id, Title: c.title}
+		res := Result{Result: doctorreport.Result{ID: c.id, Title: c.title}}
 		if err := ctx.Err(); err != nil {
 			res.Status = StatusSkipped
 			res.Cause = "skipped: the doctor ran out of time (--timeout): " + err.Error()

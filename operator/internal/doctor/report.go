@@ -84,11 +84,7 @@ func (r Report) summary() string {
 	for _, res := range r {
 		switch res.Status {
 		case StatusFail:
-			if res.Scenario != "" {
-				roots = append(roots, res.ID+" ("+res.Scenario+")")
-			} else {
-				roots = append(roots, res.ID)
-			}
+			roots = append(roots, res.Name())
 		case StatusConsequence:
 			consequences++
 		case StatusSkipped:

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gauntlet-dev/gauntlet/operator/doctorreport"
 )
 
 func fixedOutcome(o outcome) func(context.Context, *session) outcome {
@@ -72,11 +74,11 @@ func TestRunnerNamesOneRootPerFault(t *testing.T) {
 
 func TestReportText(t *testing.T) {
 	report := Report{
-		{ID: "api-server", Title: "API server reachable", OK: true, Status: StatusPass, Details: []string{"not shown for passes"}},
-		{ID: "webhook-service", Title: "Service exists", Status: StatusFail, Scenario: "T8",
-			Cause: "T8 webhook Service deleted: Service ns/svc not found", Fix: "restore Service:\nhelm upgrade x", Details: []string{"detail one"}},
-		{ID: "service-endpoints", Title: "endpoints ready", Status: StatusSkipped, Cause: "skipped: depends on webhook-service", DependsOn: []string{"webhook-service"}},
-		{ID: "admission-dry-run", Title: "dry-run", Status: StatusConsequence, Scenario: "T8", Cause: "T8 …", Fix: "not shown", DependsOn: []string{"webhook-service"}},
+		{Result: doctorreport.Result{ID: "api-server", Title: "API server reachable", OK: true, Status: StatusPass, Details: []string{"not shown for passes"}}},
+		{Result: doctorreport.Result{ID: "webhook-service", Title: "Service exists", Status: StatusFail, Scenario: "T8",
+			Cause: "T8 webhook Service deleted: Service ns/svc not found", Fix: "restore Service:\nhelm upgrade x", Details: []string{"detail one"}}},
+		{Result: doctorreport.Result{ID: "service-endpoints", Title: "endpoints ready", Status: StatusSkipped, Cause: "skipped: depends on webhook-service", DependsOn: []string{"webhook-service"}}},
+		{Result: doctorreport.Result{ID: "admission-dry-run", Title: "dry-run", Status: StatusConsequence, Scenario: "T8", Cause: "T8 …", Fix: "not shown", DependsOn: []string{"webhook-service"}}},
 	}
 	var b bytes.Buffer
 	require.NoError(t, report.WriteText(&b))
@@ -92,7 +94,7 @@ func TestReportText(t *testing.T) {
 unhealthy: 1 root cause: webhook-service (T8); 1 consequential failures, 1 skipped
 `, b.String())
 
-	healthy := Report{{ID: "a", Title: "A", OK: true, Status: StatusPass}, {ID: "bb", Title: "B", OK: true, Status: StatusPass}}
+	healthy := Report{{Result: doctorreport.Result{ID: "a", Title: "A", OK: true, Status: StatusPass}}, {Result: doctorreport.Result{ID: "bb", Title: "B", OK: true, Status: StatusPass}}}
 	b.Reset()
 	require.NoError(t, healthy.WriteText(&b))
 	assert.Equal(t, "✓ a   A\n✓ bb  B\nhealthy: all 2 checks passed\n", b.String())
@@ -102,8 +104,8 @@ unhealthy: 1 root cause: webhook-service (T8); 1 consequential failures, 1 skipp
 
 func TestReportJSON(t *testing.T) {
 	report := Report{
-		{ID: "a", Title: "A", OK: true, Status: StatusPass, Details: []string{"x <y> & z"}},
-		{ID: "b", Title: "B", Status: StatusFail, Scenario: "T1", Cause: "c", Fix: "f"},
+		{Result: doctorreport.Result{ID: "a", Title: "A", OK: true, Status: StatusPass, Details: []string{"x <y> & z"}}},
+		{Result: doctorreport.Result{ID: "b", Title: "B", Status: StatusFail, Scenario: "T1", Cause: "c", Fix: "f"}},
 	}
 	var b bytes.Buffer
 	require.NoError(t, report.WriteJSON(&b))

@@ -43,8 +43,7 @@ func celWithoutWebhook() e2etypes.Feature {
 	return features.New("CEL rules reject immutable-field changes with the webhooks bypassed (failurePolicy Ignore, operator down)").
 		WithLabel(suite.LabelScenario, "A11").
 		Setup(suite.NamespaceSetup(&ns, "a11")).
-		Assess("helm upgrade with webhook.failurePolicy=Ignore and replicas=0: no operator pod, and an invalid graph is admitted unmutated", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("helm upgrade with webhook.failurePolicy=Ignore and replicas=0: no operator pod, and an invalid graph is admitted unmutated", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			var err error
 			policies, err = failurePolicies(ctx, c, r)
 			expect.NoError(t, err, "reading the webhooks' failurePolicy before the upgrade")
@@ -76,7 +75,7 @@ func celWithoutWebhook() e2etypes.Feature {
 			}
 			bypassed = !t.Failed()
 			return ctx
-		}).
+		})).
 		Assess("every CEL rule on both sides, as with the webhooks: backendFramework, modelType and baseModelName cannot change but can be sent unchanged; a request's spec cannot change while Profiling, Deploying or Deployed, and can while Pending", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			requireBypassed(t)
 			dyn := suite.ClusterFrom(ctx, t).Dynamic()
@@ -85,8 +84,7 @@ func celWithoutWebhook() e2etypes.Feature {
 			}
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			if restore == nil {
 				return ctx // nothing was changed
 			}
@@ -111,7 +109,7 @@ func celWithoutWebhook() e2etypes.Feature {
 				}
 			}
 			return ctx
-		}).
+		})).
 		Feature()
 }
 

@@ -108,8 +108,7 @@ func denialsExplained() e2etypes.Feature {
 	return features.New("denials name the webhook, kind, namespace/name and field path; the operator logs validate create/update").
 		WithLabel(suite.LabelScenario, "A9").
 		Setup(suite.NamespaceSetup(&ns, "a9")).
-		Assess("every kind's denial is a 422 Invalid naming group, kind, name and each field, in the message and in the details, and counts once per reason in dynamo_webhook_denials_total", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("every kind's denial is a 422 Invalid naming group, kind, name and each field, in the message and in the details, and counts once per reason in dynamo_webhook_denials_total", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			reader := metrics.NewReader(c.Kube(), r)
 			for _, d := range explainedDenials(ns) {
 				before, err := denialCounts(ctx, c, reader, d)
@@ -122,7 +121,7 @@ func denialsExplained() e2etypes.Feature {
 				expectDenialCounted(ctx, t, c, reader, d, before)
 			}
 			return ctx
-		}).
+		})).
 		Assess("an object created with generateName is named by its generated name", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			dyn := suite.ClusterFrom(ctx, t).Dynamic()
 			obj := graphDeployments.object(ns, "", map[string]any{"backendFramework": "vllm"})
@@ -139,8 +138,7 @@ func denialsExplained() e2etypes.Feature {
 			}
 			return ctx
 		}).
-		Assess("the operator logs validate create (denied, allowed) and validate update with name and namespace, at info level", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("the operator logs validate create (denied, allowed) and validate update with name and namespace, at info level", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			const name = "logged"
 			_, err := graphDeployments.tryCreate(ctx, c.Dynamic(), graphDeployments.object(ns, name, map[string]any{"backendFramework": "vllm"}))
 			expectDenied(t, "creating DynamoGraphDeployment "+ref(ns, name)+" without services", err,
@@ -175,7 +173,7 @@ func denialsExplained() e2etypes.Feature {
 				return len(missing) == 0, fmt.Sprintf("missing %s; lines for %s: %s (%d validate lines in all)", describeLogs(missing), ref(ns, name), describeLogs(seen), len(lines)), nil
 			})
 			return ctx
-		}).
+		})).
 		Feature()
 }
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
@@ -67,13 +68,12 @@ func mutatingDefaults() e2etypes.Feature {
 				first.GetResourceVersion(), second.GetResourceVersion())
 			return ctx
 		}).
-		Assess("a DynamoGraphDeploymentRequest without an image gets the default image", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("a DynamoGraphDeploymentRequest without an image gets the default image", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			got := create(ctx, t, c, dynamo.GraphDeploymentRequests, dynamo.GraphDeploymentRequest(ns, "defaulted"))
 			expect.Equal(t, "spec.image of DynamoGraphDeploymentRequest "+ns+"/defaulted",
 				r.DefaultDGDRImage(c.OperatorVersion()), nestedString(got, "spec", "image"))
 			return ctx
-		}).
+		})).
 		Assess("an image the user set is kept, on create and on update", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
 			obj := dynamo.GraphDeploymentRequest(ns, "chosen")
@@ -86,8 +86,7 @@ func mutatingDefaults() e2etypes.Feature {
 			expect.Equal(t, "spec.image of DynamoGraphDeploymentRequest "+ns+"/chosen after an update", userImage, nestedString(updated, "spec", "image"))
 			return ctx
 		}).
-		Assess("the webhooks applied to their own output change nothing (reinvocation is safe)", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("the webhooks applied to their own output change nothing (reinvocation is safe)", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			dgd := dynamo.GraphDeployment(ns, "reinvoked")
 			dgd.SetAnnotations(map[string]string{dynamo.OriginVersionAnnotation: c.OperatorVersion()})
 			out := dryRunCreate(ctx, t, c, dynamo.GraphDeployments, dgd)
@@ -99,7 +98,7 @@ func mutatingDefaults() e2etypes.Feature {
 			expect.Equal(t, "spec.image of a dry-run DynamoGraphDeploymentRequest that already carries the webhook's output",
 				nestedString(dgdr, "spec", "image"), nestedString(outR, "spec", "image"))
 			return ctx
-		}).
+		})).
 		Feature()
 }
 

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
@@ -46,8 +45,7 @@ func freshInstall() types.Feature {
 	return features.New("fresh install creates the Secret and injects the CA everywhere").
 		WithLabel(suite.LabelScenario, "C1").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
-		Assess("the Secret is kubernetes.io/tls with tls.crt, tls.key and ca.crt", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("the Secret is kubernetes.io/tls with tls.crt, tls.key and ca.crt", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			s, err := c.Kube().CoreV1().Secrets(r.Namespace).Get(ctx, r.SecretName(), metav1.GetOptions{})
 			expect.NoError(t, err, "getting Secret %s/%s", r.Namespace, r.SecretName())
 			expect.Equal(t, "type of Secret "+r.Namespace+"/"+r.SecretName(), corev1.SecretTypeTLS, s.Type)
@@ -61,9 +59,8 @@ func freshInstall() types.Feature {
 				expect.Errorf(t, "Secret %s/%s: expected non-empty tls.crt, tls.key and ca.crt, saw %v missing or empty (keys: %v)", r.Namespace, r.SecretName(), empty, keys(s.Data))
 			}
 			return ctx
-		}).
-		Assess("the CA and the serving certificate are valid for the configured time, with random serial numbers", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("the CA and the serving certificate are valid for the configured time, with random serial numbers", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			s := mustReadSecret(ctx, t, c, r)
 			caValidity, serverValidity, err := r.CertificateValidity()
 			expect.NoError(t, err, "reading the configured validity")
@@ -76,9 +73,8 @@ func freshInstall() types.Feature {
 			}
 			expectRandomSerials(t, s)
 			return ctx
-		}).
-		Assess("the serving certificate names <svc>.<ns>.svc and chains to ca.crt", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("the serving certificate names <svc>.<ns>.svc and chains to ca.crt", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			s := mustReadSecret(ctx, t, c, r)
 			if !slices.Contains(s.Leaf.DNSNames, r.ServiceHost()) {
 				expect.Errorf(t, "serving certificate: expected SAN %s, saw SANs %v", r.ServiceHost(), s.Leaf.DNSNames)
@@ -89,20 +85,17 @@ func freshInstall() types.Feature {
 				expect.Errorf(t, "serving certificate: expected it to verify for %s against ca.crt, saw %v", r.ServiceHost(), err)
 			}
 			return ctx
-		}).
-		Assess("every validating and mutating webhook and the DGDR conversion carry the CA", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("every validating and mutating webhook and the DGDR conversion carry the CA", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			s := mustReadSecret(ctx, t, c, r)
 			expectCABundles(ctx, t, c, r, s.Secret.Data["ca.crt"])
 			return ctx
-		}).
-		Assess("the webhook Service serves the Secret's certificate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("the webhook Service serves the Secret's certificate", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectServed(ctx, t, c, r, mustReadSecret(ctx, t, c, r).Leaf)
 			return ctx
-		}).
-		Assess("the operator's log tells its start: no usable certificate, waiting for the leader; elected; Secret created; certificate loaded; webhook server started", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("the operator's log tells its start: no usable certificate, waiting for the leader; elected; Secret created; certificate loaded; webhook server started", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			pods, err := release.OperatorPods(ctx, c.Kube(), r)
 			expect.NoError(t, err, "listing the operator's pods")
 			if len(pods) != 1 {
@@ -121,12 +114,11 @@ func freshInstall() types.Feature {
 				logStep{always: []string{msgCertificateLoaded}},
 				logStep{always: []string{msgWebhookServerStarting}})
 			return ctx
-		}).
-		Assess("every operator pod reports the served certificate's expiry ("+certificateNotAfterMetric+")", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("every operator pod reports the served certificate's expiry ("+certificateNotAfterMetric+")", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectExpiryReported(ctx, t, c, r, mustReadSecret(ctx, t, c, r).Leaf)
 			return ctx
-		}).
+		})).
 		Feature()
 }
 
@@ -220,40 +212,35 @@ func restartKeepsCertificate() types.Feature {
 	return features.New("operator restart with a valid Secret keeps the certificate").
 		WithLabel(suite.LabelScenario, "C2").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Setup(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			before = mustReadSecret(ctx, t, c, r)
 			pods = operatorPodUIDs(ctx, t, c, r)
 			return ctx
-		}).
-		Assess("rollout restart replaces every operator pod", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("rollout restart replaces every operator pod", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			restartOperator(ctx, t, c, r, pods)
 			return ctx
-		}).
-		Assess("the Secret keeps the same CA and serving certificate (serial numbers)", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("the Secret keeps the same CA and serving certificate (serial numbers)", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			after := mustReadSecret(ctx, t, c, r)
 			if !after.Leaf.Equal(before.Leaf) || !after.CA.Equal(before.CA) {
 				expect.Errorf(t, "Secret %s/%s after the restart: expected %s (no regeneration), saw %s", r.Namespace, r.SecretName(), before, after)
 			}
 			return ctx
-		}).
-		Assess("the new pod serves the same certificate and admission works", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("the new pod serves the same certificate and admission works", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectServed(ctx, t, c, r, before.Leaf)
 			expect.NoError(t, release.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission after the restart")
 			return ctx
-		}).
-		Assess("every caBundle holds the CA once: a starting pod adds trust only where it is missing", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("every caBundle holds the CA once: a starting pod adds trust only where it is missing", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			bundles, err := release.ReadCABundles(ctx, c.Kube(), c.CRDs(), r)
 			expect.NoError(t, err, "reading the caBundles of %s", r)
 			if repeated := bundles.Repeated(before.CA); len(repeated) > 0 {
 				expect.Errorf(t, "expected every caBundle of %s to hold the CA (serial %s) once after the restart; saw %s", r, pki.SerialHex(before.CA), strings.Join(repeated, "; "))
 			}
 			return ctx
-		}).
+		})).
 		Feature()
 }
 
@@ -266,14 +253,12 @@ func deletedSecretRegenerated() types.Feature {
 	return features.New("deleted Secret plus rollout restart regenerates the certificate").
 		WithLabel(suite.LabelScenario, "C3").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Setup(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			before = mustReadSecret(ctx, t, c, r)
 			pods = operatorPodUIDs(ctx, t, c, r)
 			return ctx
-		}).
-		Assess("kubectl delete secret + rollout restart yields a new CA and certificate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("kubectl delete secret + rollout restart yields a new CA and certificate", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			err := c.Kube().CoreV1().Secrets(r.Namespace).Delete(ctx, r.SecretName(), metav1.DeleteOptions{})
 			expect.NoError(t, err, "deleting Secret %s/%s", r.Namespace, r.SecretName())
 			restartOperator(ctx, t, c, r, pods)
@@ -287,19 +272,16 @@ func deletedSecretRegenerated() types.Feature {
 				return !s.Leaf.Equal(before.Leaf) && !s.CA.Equal(before.CA), s.String(), nil
 			})
 			return ctx
-		}).
-		Assess("every caBundle holds the new CA", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("every caBundle holds the new CA", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectCABundles(ctx, t, c, r, after.Secret.Data["ca.crt"])
 			return ctx
-		}).
-		Assess("the webhook Service serves the new certificate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("the webhook Service serves the new certificate", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectServed(ctx, t, c, r, after.Leaf)
 			return ctx
-		}).
-		Assess("admission works again: an invalid DynamoGraphDeployment is denied, a valid one admitted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("admission works again: an invalid DynamoGraphDeployment is denied, a valid one admitted", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expect.NoError(t, release.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission after regeneration")
 			ns := suite.Namespace(ctx, t, "c3")
 			_, err := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Create(ctx, dynamo.InvalidGraphDeployment(ns, "no-services"), metav1.CreateOptions{})
@@ -312,7 +294,7 @@ func deletedSecretRegenerated() types.Feature {
 				expect.Errorf(t, "creating DynamoGraphDeployment %s/graph: expected it admitted, saw %v", ns, err)
 			}
 			return ctx
-		}).
+		})).
 		Feature()
 }
 

@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
@@ -68,8 +67,7 @@ func certManagerIssuance() types.Feature {
 	f := features.New("cert-manager: Issuer → Certificate → Secret, cainjector fills every caBundle, issuerRef honored").
 		WithLabel(suite.LabelScenario, "C7").
 		WithLabel(suite.LabelCertMode, string(chart.CertManager)).
-		Assess("the chart's chain: self-signed Issuer → CA → CA Issuer → serving Certificate → Secret", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("the chart's chain: self-signed Issuer → CA → CA Issuer → serving Certificate → Secret", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			if r.IssuerRef.Name != "" {
 				expect.Skipf(t, "%s names issuer %s %s; the chart's own chain is not rendered", r, r.IssuerRef.Kind, r.IssuerRef.Name)
 			}
@@ -82,10 +80,9 @@ func certManagerIssuance() types.Feature {
 			}
 			expectIssuedBy(ctx, t, c, r, chartIssuer(r), ca.Data["tls.crt"])
 			return ctx
-		})
+		}))
 	for _, kind := range []string{cmv1.IssuerKind, cmv1.ClusterIssuerKind} {
-		f = f.Assess("issuerRef kind "+kind+": helm upgrade re-issues the Secret from that issuer", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		f = f.Assess("issuerRef kind "+kind+": helm upgrade re-issues the Secret from that issuer", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			cmNamespace, ok := c.CertManagerNamespace()
 			if !ok {
 				expect.Fatalf(t, "expected a cluster with cert-manager for %s, saw none", r)
@@ -104,10 +101,9 @@ func certManagerIssuance() types.Feature {
 			expectCABundlesHold(ctx, t, c, r, prevCA, "the previous CA "+pki.DescribePEM(prevCA)+
 				" next to the new one (cainjector merges CAs, so pods still serving the previous certificate stay trusted while switching issuers)")
 			return ctx
-		})
+		}))
 	}
-	return f.Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-		c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+	return f.Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 		restored := *r
 		expect.NoError(t, c.Installer().Upgrade(ctx, &restored), "restoring %s with helm upgrade", r)
 		expect.NoError(t, release.WaitAdmission(ctx, c.Dynamic(), r, issuanceTimeout), "admission after restoring %s", r)
@@ -121,7 +117,7 @@ func certManagerIssuance() types.Feature {
 			deleteCAIssuer(ctx, t, c, ref, r.Namespace, cmNamespace)
 		}
 		return ctx
-	}).Feature()
+	})).Feature()
 }
 
 // expectIssuedBy checks the whole path a user follows in cert-manager mode: the Certificate
@@ -219,8 +215,7 @@ func certManagerRenewal() types.Feature {
 	return features.New("cert-manager: leaf renewal is served without a restart and without failed admissions").
 		WithLabel(suite.LabelScenario, "C8").
 		WithLabel(suite.LabelCertMode, string(chart.CertManager)).
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Setup(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			ns = suite.Namespace(ctx, t, "c8")
 			expect.NoError(t, certmanager.WaitObjectReady(ctx, c.RESTConfig(), cmv1.CertificateKind, r.Namespace, r.ServingCertificateName(), issuanceTimeout), "before the renewal")
 			expectAdmission(ctx, t, c, r, "before the renewal")
@@ -235,9 +230,8 @@ func certManagerRenewal() types.Feature {
 				revision = *crt.Status.Revision
 			}
 			return ctx
-		}).
-		Assess(fmt.Sprintf("a renewal under %d dry-run creates per second fails none of them", renewalLoadRate), func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess(fmt.Sprintf("a renewal under %d dry-run creates per second fails none of them", renewalLoadRate), suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			load := startAdmissionLoad(ctx, c, ns, renewalLoadRate)
 			defer load.ExpectNoFailures(ctx, t, "through the renewal")
 			time.Sleep(renewalLoadBefore)
@@ -268,9 +262,8 @@ func certManagerRenewal() types.Feature {
 			}
 			time.Sleep(renewalLoadAfter)
 			return ctx
-		}).
-		Assess("the Certificate is Ready at the next revision and no operator pod restarted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("the Certificate is Ready at the next revision and no operator pod restarted", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expect.NoError(t, certmanager.WaitObjectReady(ctx, c.RESTConfig(), cmv1.CertificateKind, r.Namespace, r.ServingCertificateName(), issuanceTimeout), "after the renewal")
 			crt, err := certManagerClient(t, c).CertmanagerV1().Certificates(r.Namespace).Get(ctx, r.ServingCertificateName(), metav1.GetOptions{})
 			expect.NoError(t, err, "getting Certificate %s/%s", r.Namespace, r.ServingCertificateName())
@@ -279,7 +272,7 @@ func certManagerRenewal() types.Feature {
 			}
 			expectSamePods(ctx, t, c, r, pods, "after the renewal")
 			return ctx
-		}).
+		})).
 		Feature()
 }
 

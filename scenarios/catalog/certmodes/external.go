@@ -38,8 +38,7 @@ func externalSecretServed() types.Feature {
 	return features.New("external: the user's Secret and caBundle are served and the Secret is never written").
 		WithLabel(suite.LabelScenario, "C9").
 		WithLabel(suite.LabelCertMode, string(chart.External)).
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Setup(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			secrets := c.Kube().CoreV1().Secrets(r.Namespace)
 			var err error
 			snapshot, err = secrets.Get(ctx, r.SecretName(), metav1.GetOptions{})
@@ -48,20 +47,17 @@ func externalSecretServed() types.Feature {
 			w, err = secrets.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + r.SecretName(), ResourceVersion: snapshot.ResourceVersion})
 			expect.NoError(t, err, "watching Secret %s/%s", r.Namespace, r.SecretName())
 			return ctx
-		}).
-		Assess("the webhook Service serves the user's certificate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("the webhook Service serves the user's certificate", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectServed(ctx, t, c, r, userServing(t, r).Leaf)
 			return ctx
-		}).
-		Assess("every caBundle is the user's webhook.caBundle and admission works", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("every caBundle is the user's webhook.caBundle and admission works", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectCABundles(ctx, t, c, r, userServing(t, r).CAPEM)
 			expectAdmission(ctx, t, c, r, "with the user's certificate")
 			return ctx
-		}).
-		Assess("through a restart and its periodic checks the operator never writes the Secret", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("through a restart and its periodic checks the operator never writes the Secret", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			restartOperator(ctx, t, c, r, operatorPodUIDs(ctx, t, c, r))
 			expectServed(ctx, t, c, r, userServing(t, r).Leaf)
 			// Two check intervals after the new pod is up, at least one periodic check ran.
@@ -89,7 +85,7 @@ func externalSecretServed() types.Feature {
 			expect.Equal(t, "resourceVersion of Secret "+r.Namespace+"/"+r.SecretName(), snapshot.ResourceVersion, now.ResourceVersion)
 			expect.Equal(t, "writers (managedFields) of Secret "+r.Namespace+"/"+r.SecretName(), managers(snapshot), managers(now))
 			return ctx
-		}).
+		})).
 		Teardown(func(ctx context.Context, _ *testing.T, _ *envconf.Config) context.Context {
 			if w != nil {
 				w.Stop()
@@ -132,8 +128,7 @@ func olmMountServed() types.Feature {
 		WithLabel(suite.LabelScenario, "C10").
 		WithLabel(suite.LabelCertMode, string(chart.External)).
 		WithLabel(suite.LabelCertMode, string(chart.OLM)).
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Setup(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			olm = *r
 			if r.Mode == chart.OLM {
 				return ctx
@@ -147,39 +142,35 @@ func olmMountServed() types.Feature {
 			// The operator picks its certificate files when it starts, as under OLM.
 			restartOperator(ctx, t, c, r, pods)
 			return ctx
-		}).
-		Assess("the Secret holds tls.cert and tls.key, not tls.crt", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("the Secret holds tls.cert and tls.key, not tls.crt", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			s, err := c.Kube().CoreV1().Secrets(r.Namespace).Get(ctx, r.SecretName(), metav1.GetOptions{})
 			expect.NoError(t, err, "getting Secret %s/%s", r.Namespace, r.SecretName())
 			if len(s.Data["tls.cert"]) == 0 || len(s.Data["tls.key"]) == 0 || len(s.Data[corev1.TLSCertKey]) != 0 {
 				expect.Fatalf(t, "Secret %s/%s: expected OLM's file names tls.cert and tls.key without tls.crt, saw keys %v", r.Namespace, r.SecretName(), keys(s.Data))
 			}
 			return ctx
-		}).
-		Assess("the webhook Service serves the mounted tls.cert", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("the webhook Service serves the mounted tls.cert", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectServed(ctx, t, c, r, userServing(t, &olm).Leaf)
 			expectLogLine(ctx, t, c, r, "naming the served file", "serving certificate loaded", "tls.cert")
 			return ctx
-		}).
-		Assess("every caBundle holds the OLM certificate's CA and admission works", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("every caBundle holds the OLM certificate's CA and admission works", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectCABundles(ctx, t, c, r, userServing(t, &olm).CAPEM)
 			expectAdmission(ctx, t, c, r, "with the OLM-style mount")
 			return ctx
-		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		})).
+		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			if !switched {
 				return ctx
 			}
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 			restored := *r
 			pods := operatorPodUIDs(ctx, t, c, r)
 			expect.NoError(t, c.Installer().Upgrade(ctx, &restored), "restoring %s", r)
 			restartOperator(ctx, t, c, r, pods)
 			expectAdmission(ctx, t, c, r, "after restoring "+r.String())
 			return ctx
-		}).
+		})).
 		Feature()
 }

@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	certutil "k8s.io/client-go/util/cert"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
@@ -64,8 +63,7 @@ func oneWriter() types.Feature {
 	return features.New(fmt.Sprintf("%d replicas rotating certificates through %d leader hand-overs: only the Lease holder writes the Secret and the caBundles", rolloutReplicas, oneWriterHandOvers)).
 		WithLabel(suite.LabelScenario, "C12").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Setup(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			two := *r
 			two.Values = chart.MergeValues(r.Values, map[string]any{"replicas": rolloutReplicas})
 			startShortRotations(ctx, t, c, &two)
@@ -73,10 +71,9 @@ func oneWriter() types.Feature {
 				expect.Fatalf(t, "%s upgraded with replicas: %d: expected %d operator pods, saw %d", r, rolloutReplicas, rolloutReplicas, n)
 			}
 			return ctx
-		}).
+		})).
 		Assess(fmt.Sprintf("%d × kubectl rollout restart while certificates rotate: every write by the Lease holder at its revision", oneWriterHandOvers),
-			func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-				c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 				log, err := watchWrites(ctx, c.Dynamic(), r)
 				expect.NoError(t, err, "starting the watches of C12")
 				defer log.stop()
@@ -98,12 +95,11 @@ func oneWriter() types.Feature {
 				log.stop()
 				log.judge(ctx, t, r)
 				return ctx
-			}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			})).
+		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			restoreLongValidity(ctx, t, c, r)
 			return ctx
-		}).
+		})).
 		Feature()
 }
 

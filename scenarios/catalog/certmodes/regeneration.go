@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
@@ -77,17 +76,15 @@ func unusableSecretRegenerated() types.Feature {
 	f := features.New("a Secret with wrong SANs or expiring within the look-ahead is regenerated at startup").
 		WithLabel(suite.LabelScenario, "C4").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Setup(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			replicas = operatorReplicas(ctx, t, c, r)
 			if replicas == 0 {
 				expect.Fatalf(t, "Deployment %s/%s: expected at least one replica to restart, saw 0", r.Namespace, r.DeploymentName())
 			}
 			return ctx
-		})
+		}))
 	for _, bad := range unusableSecrets {
-		f = f.Assess("startup with "+bad.name+" regenerates", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		f = f.Assess("startup with "+bad.name+" regenerates", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			lookAhead := certificateLookAhead(t, r)
 			planted, err := bad.make(r.ServiceHost(), lookAhead)
 			expect.NoError(t, err, "making %s", bad.name)
@@ -103,16 +100,15 @@ func unusableSecretRegenerated() types.Feature {
 			expectServed(ctx, t, c, r, after.Leaf)
 			expectAdmission(ctx, t, c, r, "after the regeneration")
 			return ctx
-		})
+		}))
 	}
-	return f.Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+	return f.Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 		// A failed step may have left the operator scaled down; later scenarios need it.
-		c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
 		if replicas > 0 && operatorReplicas(ctx, t, c, r) != replicas {
 			scaleOperator(ctx, t, c, r, replicas)
 		}
 		return ctx
-	}).Feature()
+	})).Feature()
 }
 
 // expectRegenerated waits until the Secret holds a new CA and a new serving certificate for the

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
@@ -37,8 +36,7 @@ func restartsUnderLoad() types.Feature {
 	return features.New(fmt.Sprintf("%d rollout restarts of %d replicas under constant admission load fail no admission", rolloutRestarts, rolloutReplicas)).
 		WithLabel(suite.LabelScenario, "P4").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Setup(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			ns = suite.Namespace(ctx, t, "p4")
 			two := *r
 			two.Values = chart.MergeValues(r.Values, map[string]any{"replicas": rolloutReplicas})
@@ -48,10 +46,9 @@ func restartsUnderLoad() types.Feature {
 				expect.Fatalf(t, "%s upgraded with replicas: %d: expected %d operator pods, saw %d", r, rolloutReplicas, rolloutReplicas, n)
 			}
 			return ctx
-		}).
+		})).
 		Assess(fmt.Sprintf("%d × kubectl rollout restart under %d dry-run creates per second", rolloutRestarts, reliabilityLoadRate),
-			func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-				c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 				load := startAdmissionLoad(ctx, c, ns, reliabilityLoadRate)
 				defer load.ExpectNoFailures(ctx, t, fmt.Sprintf("through %d rollout restarts of %d replicas", rolloutRestarts, rolloutReplicas))
 				time.Sleep(reliabilityLoadMargin)
@@ -73,13 +70,12 @@ func restartsUnderLoad() types.Feature {
 				suite.Note(ctx, t, "restarts", len(took))
 				suite.Note(ctx, t, "restartSeconds", took)
 				return ctx
-			}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			})).
+		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			restored := *r
 			expect.NoError(t, c.Installer().Upgrade(ctx, &restored), "restoring %s with helm upgrade", r)
 			expect.NoError(t, c.Installer().WaitReady(ctx, &restored, rolloutTimeout), "waiting for the restored %s", r)
 			return ctx
-		}).
+		})).
 		Feature()
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
@@ -33,8 +32,7 @@ func caFollowedAtRuntime() types.Feature {
 	return features.New("CA changed at runtime: caBundles and the served certificate follow without a restart").
 		WithLabel(suite.LabelScenario, "C5").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Setup(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectAdmission(ctx, t, c, r, "before the CA change")
 			pods = snapshotPods(ctx, t, c, r)
 			ca, err := pki.NewCertificateAuthority("gauntlet C5 replacement CA", 10*365*24*time.Hour)
@@ -43,9 +41,8 @@ func caFollowedAtRuntime() types.Feature {
 			replacement, err = ca.Issue(pki.LeafOptions{DNSNames: []string{svc, svc + "." + r.Namespace, r.ServiceHost(), r.ServiceHost() + ".cluster.local"}})
 			expect.NoError(t, err, "issuing the replacement serving certificate")
 			return ctx
-		}).
-		Assess("kubectl replace of the Secret with a new CA and certificate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("kubectl replace of the Secret with a new CA and certificate", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			secrets := c.Kube().CoreV1().Secrets(r.Namespace)
 			s, err := secrets.Get(ctx, r.SecretName(), metav1.GetOptions{})
 			expect.NoError(t, err, "getting Secret %s/%s", r.Namespace, r.SecretName())
@@ -54,9 +51,8 @@ func caFollowedAtRuntime() types.Feature {
 			expect.NoError(t, err, "replacing Secret %s/%s", r.Namespace, r.SecretName())
 			replacedAt = time.Now()
 			return ctx
-		}).
-		Assess("every caBundle holds the new CA before the periodic re-check would", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("every caBundle holds the new CA before the periodic re-check would", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			interval := checkInterval(t, r)
 			deadline := interval / 2
 			what := fmt.Sprintf("every caBundle of %s (validating, mutating, DGDR conversion) to contain the replacement CA %s within %s of the Secret change "+
@@ -70,27 +66,24 @@ func caFollowedAtRuntime() types.Feature {
 			})
 			suite.Note(ctx, t, "caBundlesFollowedSeconds", time.Since(replacedAt).Seconds())
 			return ctx
-		}).
-		Assess("the webhook Service serves the replacement certificate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("the webhook Service serves the replacement certificate", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectServed(ctx, t, c, r, replacement.Leaf)
 			suite.Note(ctx, t, "servedSeconds", time.Since(replacedAt).Seconds())
 			return ctx
-		}).
-		Assess("the operator kept the replacement instead of regenerating", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("the operator kept the replacement instead of regenerating", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			s := mustReadSecret(ctx, t, c, r)
 			if !s.Leaf.Equal(replacement.Leaf) || !s.CA.Equal(replacement.CA) {
 				expect.Errorf(t, "Secret %s/%s after the change: expected the replacement (serving serial %s, CA serial %s), saw %s",
 					r.Namespace, r.SecretName(), pki.SerialHex(replacement.Leaf), pki.SerialHex(replacement.CA), s)
 			}
 			return ctx
-		}).
-		Assess("no operator pod was restarted and admission works", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("no operator pod was restarted and admission works", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectAdmission(ctx, t, c, r, "after the CA change")
 			expectSamePods(ctx, t, c, r, pods, "after the CA change")
 			return ctx
-		}).
+		})).
 		Feature()
 }

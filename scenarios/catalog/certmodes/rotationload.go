@@ -11,7 +11,6 @@ import (
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
@@ -82,8 +81,7 @@ func rotationsUnderLoad() types.Feature {
 		WithLabel(suite.LabelScenario, "P3").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		WithLabel(suite.LabelCertMode, string(chart.CertManager)).
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Setup(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			ns = suite.Namespace(ctx, t, "p3")
 			switch r.Mode {
 			case chart.Automatic:
@@ -97,10 +95,9 @@ func rotationsUnderLoad() types.Feature {
 			expectAdmission(ctx, t, c, r, "before the rotations")
 			pods = snapshotPods(ctx, t, c, r)
 			return ctx
-		}).
+		})).
 		Assess(fmt.Sprintf("%d rotations under %d dry-run creates per second: every rotation served, no admission failed", rotations, reliabilityLoadRate),
-			func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-				c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 				load := startAdmissionLoad(ctx, c, ns, reliabilityLoadRate)
 				defer load.ExpectNoFailures(ctx, t, fmt.Sprintf("through %d certificate rotations", rotations))
 				time.Sleep(reliabilityLoadMargin)
@@ -117,19 +114,17 @@ func rotationsUnderLoad() types.Feature {
 				time.Sleep(reliabilityLoadMargin)
 				noteRotations(ctx, t, seen)
 				return ctx
-			}).
-		Assess("no operator pod restarted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			})).
+		Assess("no operator pod restarted", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectSamePods(ctx, t, c, r, pods, "through the rotations")
 			return ctx
-		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			if r.Mode == chart.Automatic {
 				restoreLongValidity(ctx, t, c, r)
 			}
 			return ctx
-		}).
+		})).
 		Feature()
 }
 

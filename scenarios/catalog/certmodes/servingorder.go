@@ -18,7 +18,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
@@ -53,8 +52,7 @@ func servingOrder() types.Feature {
 	return features.New("from its first moment, an operator pod reports ready only once it serves a trusted certificate").
 		WithLabel(suite.LabelScenario, "C11").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
-		Assess("a rollout's new pod, probed directly from its first address until after it is ready", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("a rollout's new pod, probed directly from its first address until after it is ready", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			trust := trustedByAPIServer(ctx, t, c, r)
 			before, err := release.OperatorPods(ctx, c.Kube(), r)
 			expect.NoError(t, err, "listing the operator's pods")
@@ -78,7 +76,7 @@ func servingOrder() types.Feature {
 			expect.NoError(t, release.WaitDeploymentAvailable(ctx, c.Kube(), r.Namespace, r.DeploymentName(), rolloutTimeout), "waiting for the rollout")
 			expect.NoError(t, release.WaitOldPodsGone(ctx, c.Kube(), r, rolloutTimeout), "waiting for the replaced pods to be gone")
 			return ctx
-		}).
+		})).
 		Feature()
 }
 

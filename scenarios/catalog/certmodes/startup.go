@@ -9,7 +9,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
@@ -32,8 +31,7 @@ func noStartupRace() types.Feature {
 	return features.New("no startup race: the first admission after each rollout succeeds").
 		WithLabel(suite.LabelScenario, "C6").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
-		Assess(fmt.Sprintf("%d consecutive rollout restarts, one admission right after each", startupRestarts), func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess(fmt.Sprintf("%d consecutive rollout restarts, one admission right after each", startupRestarts), suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectAdmission(ctx, t, c, r, "before the restarts")
 			var failures, rollouts []string
 			for i := 1; i <= startupRestarts; i++ {
@@ -59,7 +57,7 @@ func noStartupRace() types.Feature {
 					startupRestarts, len(failures), strings.Join(failures, "; "))
 			}
 			return ctx
-		}).
+		})).
 		Feature()
 }
 

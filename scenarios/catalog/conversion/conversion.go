@@ -107,8 +107,7 @@ func roundTrip() e2etypes.Feature {
 	return features.New("DynamoGraphDeploymentRequest converts v1alpha1 ⇄ v1beta1 losslessly through the conversion webhook").
 		WithLabel(suite.LabelScenario, "A8").
 		Setup(suite.NamespaceSetup(&ns, "a8")).
-		Assess("the CRD converts through the release's Service, with a caBundle that verifies the served certificate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("the CRD converts through the release's Service, with a caBundle that verifies the served certificate", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			crd, err := c.CRDs().ApiextensionsV1().CustomResourceDefinitions().Get(ctx, chart.ConversionCRD, metav1.GetOptions{})
 			expect.NoError(t, err, "getting CustomResourceDefinition %s", chart.ConversionCRD)
 			expectVersions(t, crd)
@@ -119,7 +118,7 @@ func roundTrip() e2etypes.Feature {
 				return caBundleVerifiesServed(ctx, c, r)
 			})
 			return ctx
-		}).
+		})).
 		Assess("a request created as v1alpha1 reads as v1beta1 with every field mapped, and back as v1alpha1 unchanged", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			dyn := suite.ClusterFrom(ctx, t).Dynamic()
 			const name = "written-alpha"
@@ -195,8 +194,7 @@ func roundTrip() e2etypes.Feature {
 				[]string{"nvidia.com/v1alpha1 written-alpha", "nvidia.com/v1alpha1 written-beta"}, names)
 			return ctx
 		}).
-		Assess("admission sees v1alpha1 requests in their v1beta1 form: the default image is set, a thorough search with backend auto denied", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("admission sees v1alpha1 requests in their v1beta1 form: the default image is set, a thorough search with backend auto denied", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			dyn := c.Dynamic()
 			const defaulted = "alpha-defaulted"
 			created, err := dyn.Resource(v1alpha1Requests).Namespace(ns).Create(ctx,
@@ -218,7 +216,7 @@ func roundTrip() e2etypes.Feature {
 				expect.Errorf(t, "creating v1alpha1 DynamoGraphDeploymentRequest %s/%s (useAIConfigurator false, backend auto): expected the denial %q, saw %q", ns, denied, want, err.Error())
 			}
 			return ctx
-		}).
+		})).
 		Feature()
 }
 

@@ -60,25 +60,24 @@ func operatorDownFail() e2etypes.Feature {
 	return features.New("operator down with failurePolicy Fail: connection refused until the operator is back").
 		WithLabel(suite.LabelScenario, "T6").
 		Setup(baseline("t6", &ns)).
-		Assess("fault: kubectl scale deployment <release>-operator --replicas=0", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			scaleDown(ctx, t, suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t), &want)
+		Assess("fault: kubectl scale deployment <release>-operator --replicas=0", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
+			scaleDown(ctx, t, c, r, &want)
 			return ctx
-		}).
+		})).
 		Assess("symptom: failed calling webhook … dial tcp …: connect: connection refused", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			expectCreateFailsWith(ctx, t, suite.ClusterFrom(ctx, t), ns, failedCallPrefix, dialTCP, connectionRefused)
 			return ctx
 		}).
 		Assess(doctorNames(&ns, "T6", "service-endpoints")).
-		Assess("fix: kubectl scale --replicas back; admission works again", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("fix: kubectl scale --replicas back; admission works again", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expect.NoError(t, scaleOperator(ctx, c, r, want), "scaling %s back to %d", r, want)
 			expectEventuallyDenied(ctx, t, c, ns, "invalid", admissionTimeout)
 			return ctx
-		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			scaleBack(ctx, t, suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t), want)
+		})).
+		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
+			scaleBack(ctx, t, c, r, want)
 			return ctx
-		}).
+		})).
 		Teardown(restored(&ns)).
 		Feature()
 }
@@ -92,32 +91,29 @@ func operatorDownIgnore() e2etypes.Feature {
 	return features.New("operator down with failurePolicy Ignore: invalid objects admitted without validation").
 		WithLabel(suite.LabelScenario, "T7").
 		Setup(baseline("t7", &ns)).
-		Assess("fault: helm upgrade --set webhook.failurePolicy=Ignore, then kubectl scale --replicas=0", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("fault: helm upgrade --set webhook.failurePolicy=Ignore, then kubectl scale --replicas=0", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expect.NoError(t, helmUpgrade(ctx, c, withValues(r, ignore)), "helm upgrade of %s with failurePolicy Ignore", r)
 			scaleDown(ctx, t, c, r, &want)
 			return ctx
-		}).
+		})).
 		Assess("symptom: an invalid DynamoGraphDeployment is admitted, neither validated nor mutated", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			expectAdmittedUnvalidated(ctx, t, suite.ClusterFrom(ctx, t), ns, false)
 			return ctx
 		}).
 		Assess(doctorNames(&ns, "T7", "service-endpoints")).
-		Assess("restore the operator: invalid objects are denied again", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("restore the operator: invalid objects are denied again", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expect.NoError(t, scaleOperator(ctx, c, r, want), "scaling %s back to %d", r, want)
 			expectEventuallyDenied(ctx, t, c, ns, "invalid", admissionTimeout)
 			return ctx
-		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			// The suite's values again: failurePolicy Fail, and the chart's replicas.
 			if err := helmUpgrade(ctx, c, r); err != nil {
 				expect.Errorf(t, "restoring failurePolicy Fail on %s: %v", r, err)
 			}
 			scaleBack(ctx, t, c, r, want)
 			return ctx
-		}).
+		})).
 		Teardown(restored(&ns)).
 		Feature()
 }
@@ -128,14 +124,12 @@ func deletedService() e2etypes.Feature {
 	return features.New("webhook Service deleted: service not found until helm upgrade restores it").
 		WithLabel(suite.LabelScenario, "T8").
 		Setup(baseline("t8", &ns)).
-		Assess("fault: kubectl delete service <release>-webhook-service", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("fault: kubectl delete service <release>-webhook-service", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			err := c.Kube().CoreV1().Services(r.Namespace).Delete(ctx, r.ServiceName(), metav1.DeleteOptions{})
 			expect.NoError(t, err, "deleting Service %s/%s", r.Namespace, r.ServiceName())
 			return ctx
-		}).
-		Assess(`symptom: failed calling webhook … service "<name>" not found`, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess(`symptom: failed calling webhook … service "<name>" not found`, suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			// The API server resolves the Service from its informer, which learns of the
 			// deletion within moments; when it resolves depends on its version.
 			notFound := quoted(fmt.Sprintf("service %q not found", r.ServiceName()))
@@ -152,18 +146,16 @@ func deletedService() e2etypes.Feature {
 			}
 			expectCreateFailsWith(ctx, t, c, ns, failedCallPrefix, notFound)
 			return ctx
-		}).
+		})).
 		Assess(doctorNames(&ns, "T8", "webhook-service")).
-		Assess("fix: helm upgrade restores the Service; admission works again", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("fix: helm upgrade restores the Service; admission works again", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expect.NoError(t, helmUpgrade(ctx, c, r), "helm upgrade of %s", r)
 			_, err := c.Kube().CoreV1().Services(r.Namespace).Get(ctx, r.ServiceName(), metav1.GetOptions{})
 			expect.NoError(t, err, "getting Service %s/%s after helm upgrade", r.Namespace, r.ServiceName())
 			expectEventuallyDenied(ctx, t, c, ns, "invalid", admissionTimeout)
 			return ctx
-		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			_, err := c.Kube().CoreV1().Services(r.Namespace).Get(ctx, r.ServiceName(), metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				if err := helmUpgrade(ctx, c, r); err != nil {
@@ -171,7 +163,7 @@ func deletedService() e2etypes.Feature {
 				}
 			}
 			return ctx
-		}).
+		})).
 		Teardown(restored(&ns)).
 		Feature()
 }
@@ -193,22 +185,20 @@ func slowWebhook() e2etypes.Feature {
 		WithLabel(suite.LabelScenario, "T9").
 		Setup(baseline("t9", &ns)).
 		Assess(fmt.Sprintf("fault: helm upgrade --set webhook.timeoutSeconds=%d --set webhook.latencyInjection=%s (test only)", slowTimeoutSeconds, slowLatency),
-			func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-				c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+			suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 				expect.NoError(t, helmUpgrade(ctx, c, withValues(r, slow)), "helm upgrade of %s with a slow webhook", r)
 				return ctx
-			}).
+			})).
 		Assess("symptom: failed calling webhook … context deadline exceeded", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			expectCreateFailsWith(ctx, t, suite.ClusterFrom(ctx, t), ns, failedCallPrefix, deadlineExceeded)
 			return ctx
 		}).
 		Assess(doctorNames(&ns, "T9", "admission-dry-run")).
-		Assess("restore: helm upgrade without the latency; admission works again", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("restore: helm upgrade without the latency; admission works again", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expect.NoError(t, helmUpgrade(ctx, c, r), "helm upgrade of %s without the latency", r)
 			expectEventuallyDenied(ctx, t, c, ns, "invalid", admissionTimeout)
 			return ctx
-		}).
+		})).
 		Teardown(upgradeBack("restoring")).
 		Teardown(restored(&ns)).
 		Feature()

@@ -34,14 +34,12 @@ func deletedValidatingConfiguration() e2etypes.Feature {
 	return features.New("ValidatingWebhookConfiguration deleted: invalid objects accepted until helm upgrade restores it").
 		WithLabel(suite.LabelScenario, "T1").
 		Setup(baseline("t1", &ns)).
-		Assess("fault: kubectl delete validatingwebhookconfiguration <release>-validating", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("fault: kubectl delete validatingwebhookconfiguration <release>-validating", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			err := c.Kube().AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, r.ValidatingName(), metav1.DeleteOptions{})
 			expect.NoError(t, err, "deleting ValidatingWebhookConfiguration %s", r.ValidatingName())
 			return ctx
-		}).
-		Assess("symptom: an invalid DynamoGraphDeployment is accepted and the operator logs no validation of it", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("symptom: an invalid DynamoGraphDeployment is accepted and the operator logs no validation of it", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			// The API server drops a deleted configuration from its informer within moments.
 			expect.Eventually(ctx, t, "an invalid DynamoGraphDeployment in "+ns+" to pass a server-side dry run", propagationTimeout,
 				func(ctx context.Context) (bool, string, error) {
@@ -54,18 +52,16 @@ func deletedValidatingConfiguration() e2etypes.Feature {
 			expectAdmittedUnvalidated(ctx, t, c, ns, true)
 			expectNoValidationLogged(ctx, t, c, r, ns, graphName)
 			return ctx
-		}).
+		})).
 		Assess(doctorNames(&ns, "T1", "webhook-configurations")).
-		Assess("fix: helm upgrade restores the configuration; invalid objects are denied again", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("fix: helm upgrade restores the configuration; invalid objects are denied again", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expect.NoError(t, helmUpgrade(ctx, c, r), "helm upgrade of %s", r)
 			_, err := c.Kube().AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, r.ValidatingName(), metav1.GetOptions{})
 			expect.NoError(t, err, "getting ValidatingWebhookConfiguration %s after helm upgrade", r.ValidatingName())
 			expectEventuallyDenied(ctx, t, c, ns, "invalid", admissionTimeout)
 			return ctx
-		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			_, err := c.Kube().AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, r.ValidatingName(), metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				if err := helmUpgrade(ctx, c, r); err != nil {
@@ -73,7 +69,7 @@ func deletedValidatingConfiguration() e2etypes.Feature {
 				}
 			}
 			return ctx
-		}).
+		})).
 		Teardown(restored(&ns)).
 		Feature()
 }
@@ -105,11 +101,10 @@ func unmatchedNamespaceSelector() e2etypes.Feature {
 	return features.New("namespaceSelector does not match the namespace: invalid objects accepted until the namespace is labelled").
 		WithLabel(suite.LabelScenario, "T2").
 		Setup(baseline("t2", &ns)).
-		Assess("fault: helm upgrade --set webhook.namespaceSelector.matchLabels."+label+"="+value, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("fault: helm upgrade --set webhook.namespaceSelector.matchLabels."+label+"="+value, suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expect.NoError(t, helmUpgrade(ctx, c, withValues(r, selector)), "helm upgrade of %s with a namespaceSelector", r)
 			return ctx
-		}).
+		})).
 		Assess("symptom: an invalid DynamoGraphDeployment in the unlabelled namespace is accepted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
 			expect.Eventually(ctx, t, "an invalid DynamoGraphDeployment in "+ns+" to pass a server-side dry run", propagationTimeout,
@@ -261,14 +256,13 @@ func foreignCABundle() e2etypes.Feature {
 		WithLabel(suite.LabelScenario, "T3").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		Setup(baseline("t3", &ns)).
-		Assess("fault: the caBundle of every validating webhook replaced by another CA's", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("fault: the caBundle of every validating webhook replaced by another CA's", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			other, err := pki.NewCertificateAuthority("gauntlet T3 unrelated CA", 24*time.Hour)
 			expect.NoError(t, err, "creating an unrelated CA")
 			obs = observeWrongCABundle(ctx, t, c, r, ns, other.PEM)
 			suite.Note(ctx, t, "observationAttempts", obs.attempts)
 			return ctx
-		}).
+		})).
 		Assess("symptom: failed calling webhook … x509: certificate signed by unknown authority", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			expectFailsWith(t, obs.doing, obs.err, failedCallPrefix, unknownAuthority)
 			return ctx
@@ -280,8 +274,7 @@ func foreignCABundle() e2etypes.Feature {
 			suite.Note(ctx, t, doctor.DiagnosisNote, []doctor.Diagnosis{doctor.Dynamo.Diagnose(obs.report, "ca-bundle")})
 			return ctx
 		}).
-		Assess("fix (automatic): the operator re-injects the Secret's CA within its check interval", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("fix (automatic): the operator re-injects the Secret's CA within its check interval", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			interval, err := r.CheckInterval()
 			expect.NoError(t, err, "reading the release's check interval")
 			ca, err := secretCA(ctx, c, r)
@@ -297,18 +290,16 @@ func foreignCABundle() e2etypes.Feature {
 			suite.Note(ctx, t, "reinjectedAfterSeconds", time.Since(start).Round(100*time.Millisecond).Seconds())
 			expectEventuallyDenied(ctx, t, c, ns, "invalid", admissionTimeout)
 			return ctx
-		}).
-		Assess("fault: the caBundle emptied: the same symptom, and the doctor names T3 again", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("fault: the caBundle emptied: the same symptom, and the doctor names T3 again", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			empty := observeWrongCABundle(ctx, t, c, r, ns, nil)
 			expectFailsWith(t, empty.doing, empty.err, failedCallPrefix, unknownAuthority)
 			t.Logf("doctor: %s", empty.report)
 			checkDoctorNames(t, empty.report, targetOf(r, ns), "T3", "ca-bundle")
 			suite.Note(ctx, t, doctor.DiagnosisNote, []doctor.Diagnosis{doctor.Dynamo.Diagnose(obs.report, "ca-bundle"), doctor.Dynamo.Diagnose(empty.report, "ca-bundle")})
 			return ctx
-		}).
-		Assess("fix (restart): kubectl rollout restart re-injects the CA at startup", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("fix (restart): kubectl rollout restart re-injects the CA at startup", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expect.NoError(t, rolloutRestart(ctx, c, r), "restarting the operator")
 			ca, err := secretCA(ctx, c, r)
 			expect.NoError(t, err, "reading the serving CA")
@@ -320,9 +311,8 @@ func foreignCABundle() e2etypes.Feature {
 			}
 			expectEventuallyDenied(ctx, t, c, ns, "invalid", admissionTimeout)
 			return ctx
-		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			ca, err := secretCA(ctx, c, r)
 			if err != nil {
 				expect.Errorf(t, "restoring the caBundle: %v", err)
@@ -334,7 +324,7 @@ func foreignCABundle() e2etypes.Feature {
 				}
 			}
 			return ctx
-		}).
+		})).
 		Teardown(restored(&ns)).
 		Feature()
 }

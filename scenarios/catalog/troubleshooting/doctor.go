@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
@@ -111,9 +110,8 @@ func expectDoctorHealthy(ctx context.Context, t *testing.T, c *suite.Cluster, ta
 // documented cause id) as the one root cause. ns is read when the step runs, after Setup set it.
 func doctorNames(ns *string, id, check string) (string, features.Func) {
 	return fmt.Sprintf("the doctor names %s (%s) as the one root cause", id, check),
-		func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectDoctorNames(ctx, t, c, targetOf(r, *ns), id, check)
 			return ctx
-		}
+		})
 }

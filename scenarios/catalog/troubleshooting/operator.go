@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
@@ -29,29 +28,8 @@ import (
 // upgrades with exactly the values it is given).
 func withValues(r *chart.Release, over map[string]any) *chart.Release {
 	changed := *r
-	changed.Values = overlay(r.Values, over)
+	changed.Values = chart.MergeValues(r.Values, over)
 	return &changed
-}
-
-// overlay merges over into a copy of base, recursively; neither map is modified.
-func overlay(base, over map[string]any) map[string]any {
-	out := make(map[string]any, len(base)+len(over))
-	for k, v := range base {
-		if m, ok := v.(map[string]any); ok {
-			v = overlay(m, nil)
-		}
-		out[k] = v
-	}
-	for k, v := range over {
-		vm, isMap := v.(map[string]any)
-		if !isMap {
-			out[k] = v
-			continue
-		}
-		bm, _ := out[k].(map[string]any)
-		out[k] = overlay(bm, vm)
-	}
-	return out
 }
 
 // helmUpgrade runs `helm upgrade` of r and waits until its Deployment is Available (a values
@@ -177,11 +155,10 @@ func serviceAccount(ctx context.Context, c *suite.Cluster, r *chart.Release) (st
 // upgradeBack is a teardown step that helm-upgrades the suite's release back to its own values,
 // undoing whatever value a scenario changed; what names that value in the failure message.
 func upgradeBack(what string) features.Func {
-	return func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-		c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+	return suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 		if err := helmUpgrade(ctx, c, r); err != nil {
 			expect.Errorf(t, "%s %s: %v", what, r, err)
 		}
 		return ctx
-	}
+	})
 }

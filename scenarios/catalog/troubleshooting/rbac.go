@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
@@ -81,8 +80,7 @@ func missingRBAC() e2etypes.Feature {
 		WithLabel(suite.LabelScenario, "T10").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		Setup(baseline("t10", &ns)).
-		Assess("fault: the cert-controller's RoleBinding deleted, then its Secret deleted and the operator restarted so it must regenerate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("fault: the cert-controller's RoleBinding deleted, then its Secret deleted and the operator restarted so it must regenerate", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			var err error
 			sa, err = serviceAccount(ctx, c, r)
 			expect.NoError(t, err, "reading the operator's ServiceAccount")
@@ -111,9 +109,8 @@ func missingRBAC() e2etypes.Feature {
 			// serving meanwhile (maxUnavailable 0).
 			expect.NoError(t, release.RolloutRestart(ctx, c.Kube(), r.Namespace, r.DeploymentName()), "restarting %s", r)
 			return ctx
-		}).
-		Assess("symptom: the new pod logs the cert-controller's forbidden error; no Secret is created and the caBundle keeps the old CA", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("symptom: the new pod logs the cert-controller's forbidden error; no Secret is created and the caBundle keeps the old CA", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			forbidden := fmt.Sprintf("is forbidden: User %q cannot", serviceAccountUser(r.Namespace, sa))
 			what := fmt.Sprintf("a new operator pod to log a cert-controller error containing %q", forbidden)
 			expect.Eventually(ctx, t, what, rolloutTimeout, func(ctx context.Context) (bool, string, error) {
@@ -150,10 +147,9 @@ func missingRBAC() e2etypes.Feature {
 				expect.Errorf(t, "caBundles: expected them to keep the old CA %s (nothing new injected), saw %s", pki.DescribePEM(oldCA), bundles.DescribeMissing(oldCA))
 			}
 			return ctx
-		}).
+		})).
 		Assess(doctorNames(&ns, "T10", "cert-controller-rbac")).
-		Assess("fix: helm upgrade restores the RBAC; the operator creates the Secret, injects its CA, and admission works", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("fix: helm upgrade restores the RBAC; the operator creates the Secret, injects its CA, and admission works", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			// helmUpgrade waits for the rollout the restart began: the new pod gets its
 			// certificate on its next retry.
 			expect.NoError(t, helmUpgrade(ctx, c, r), "helm upgrade of %s", r)
@@ -165,9 +161,8 @@ func missingRBAC() e2etypes.Feature {
 			expect.NoError(t, release.WaitCABundles(ctx, c.Kube(), c.CRDs(), r, ca, propagationTimeout), "waiting for the new CA in every caBundle")
 			expectEventuallyDenied(ctx, t, c, ns, "invalid", admissionTimeout)
 			return ctx
-		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			if sa == "" {
 				return ctx
 			}
@@ -177,7 +172,7 @@ func missingRBAC() e2etypes.Feature {
 				}
 			}
 			return ctx
-		}).
+		})).
 		Teardown(restored(&ns)).
 		Feature()
 }

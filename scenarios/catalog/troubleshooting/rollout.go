@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
@@ -44,29 +43,26 @@ func stalledRollout() e2etypes.Feature {
 	return features.New("T13 a new operator pod that cannot start (a certificate mode its binary does not know, as from a chart newer than its image) stalls the rollout: the old pod keeps admitting, the new pod's log names the option and the value").
 		WithLabel(suite.LabelScenario, "T13").
 		Setup(baseline("t13", &ns)).
-		Assess("fault: the operator container given "+newerChartArg, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("fault: the operator container given "+newerChartArg, suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			var err error
 			before, err = release.OperatorPodUIDs(ctx, c.Kube(), r)
 			expect.NoError(t, err, "listing the operator's pods")
 			expect.NoError(t, addOperatorArg(ctx, c, r, newerChartArg), "adding %s to Deployment %s/%s", newerChartArg, r.Namespace, r.DeploymentName())
 			return ctx
-		}).
-		Assess("symptom: the new pod exits with code 2 and its log names the option and the value; the old pod keeps admitting", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("symptom: the new pod exits with code 2 and its log names the option and the value; the old pod keeps admitting", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			what := fmt.Sprintf("a new operator pod of %s to exit with code %d and its log (kubectl logs --previous) to say %q", r, newerChartExit, newerChartMessage)
 			expect.Eventually(ctx, t, what, rolloutTimeout, func(ctx context.Context) (bool, string, error) {
 				return exitedSaying(ctx, c, r, before, newerChartExit, newerChartMessage)
 			})
 			expectDenied(ctx, t, c, ns, "invalid")
 			return ctx
-		}).
-		Assess("fix: helm upgrade (chart and image of one version); the rollout completes", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("fix: helm upgrade (chart and image of one version); the rollout completes", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expect.NoError(t, helmUpgrade(ctx, c, r), "helm upgrade of %s", r)
 			expectDenied(ctx, t, c, ns, "invalid-after")
 			return ctx
-		}).
+		})).
 		Teardown(upgradeBack("restoring the chart's arguments of")).
 		Teardown(restored(&ns)).
 		Feature()

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
@@ -115,8 +114,7 @@ func deletedSecret() e2etypes.Feature {
 		WithLabel(suite.LabelScenario, "T11").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
 		Setup(baseline("t11", &ns)).
-		Assess("the running operator writes a deleted Secret again on its own; admission keeps working", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("the running operator writes a deleted Secret again on its own; admission keeps working", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			s, err := c.Kube().CoreV1().Secrets(r.Namespace).Get(ctx, r.SecretName(), metav1.GetOptions{})
 			expect.NoError(t, err, "getting Secret %s/%s", r.Namespace, r.SecretName())
 			expect.NoError(t, c.Kube().CoreV1().Secrets(r.Namespace).Delete(ctx, r.SecretName(), metav1.DeleteOptions{}),
@@ -131,9 +129,8 @@ func deletedSecret() e2etypes.Feature {
 			})
 			expect.NoError(t, release.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout), "admission after the Secret was written again")
 			return ctx
-		}).
-		Assess("fault: the Secret deleted while running, and kept deleted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("fault: the Secret deleted while running, and kept deleted", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			var err error
 			before, err = release.ReadSecretCertificates(ctx, c.Kube(), r)
 			expect.NoError(t, err, "reading the certificate Secret")
@@ -142,9 +139,8 @@ func deletedSecret() e2etypes.Feature {
 			expect.NoError(t, c.Kube().CoreV1().Secrets(r.Namespace).Delete(ctx, r.SecretName(), metav1.DeleteOptions{}),
 				"deleting Secret %s/%s", r.Namespace, r.SecretName())
 			return ctx
-		}).
-		Assess("symptom: no Secret, yet the operator keeps serving the certificate it loaded and admission works", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("symptom: no Secret, yet the operator keeps serving the certificate it loaded and admission works", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			_, err := c.Kube().CoreV1().Secrets(r.Namespace).Get(ctx, r.SecretName(), metav1.GetOptions{})
 			if !apierrors.IsNotFound(err) {
 				expect.Errorf(t, "Secret %s/%s: expected it absent, saw %s", r.Namespace, r.SecretName(), errOrFound(err))
@@ -156,10 +152,9 @@ func deletedSecret() e2etypes.Feature {
 			}
 			expectDenied(ctx, t, c, ns, "invalid")
 			return ctx
-		}).
+		})).
 		Assess(doctorNames(&ns, "T11", "certificate-secret")).
-		Assess("documented fix: kubectl delete secret + rollout restart regenerates the CA and certificate; caBundles and the webhook follow", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("documented fix: kubectl delete secret + rollout restart regenerates the CA and certificate; caBundles and the webhook follow", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expect.NoError(t, hold.release(ctx, c), "releasing the hold on the Secret")
 			err := ignoreNotFound(c.Kube().CoreV1().Secrets(r.Namespace).Delete(ctx, r.SecretName(), metav1.DeleteOptions{}))
 			expect.NoError(t, err, "deleting Secret %s/%s", r.Namespace, r.SecretName())
@@ -174,9 +169,8 @@ func deletedSecret() e2etypes.Feature {
 			expectServed(ctx, t, c, r, after.Leaf)
 			expectEventuallyDenied(ctx, t, c, ns, "invalid", admissionTimeout)
 			return ctx
-		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			if err := hold.release(ctx, c); err != nil {
 				expect.Errorf(t, "releasing the hold on the Secret: %v", err)
 			}
@@ -186,7 +180,7 @@ func deletedSecret() e2etypes.Feature {
 				}
 			}
 			return ctx
-		}).
+		})).
 		Teardown(restored(&ns)).
 		Feature()
 }

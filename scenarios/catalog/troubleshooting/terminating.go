@@ -159,8 +159,7 @@ func stuckTerminating() e2etypes.Feature {
 	return features.New("resource stuck Terminating: finalizer removal never blocked by the webhook; the documented workaround works").
 		WithLabel(suite.LabelScenario, "T12").
 		Setup(baseline("t12", &ns)).
-		Assess("finalizer removal is never blocked: a Terminating graph's finalizers come off through the webhooks", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("finalizer removal is never blocked: a Terminating graph's finalizers come off through the webhooks", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			createHeldGraph(ctx, t, c, ns, released, userFinalizer)
 			err := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Delete(ctx, released, metav1.DeleteOptions{})
 			expect.NoError(t, err, "deleting DynamoGraphDeployment %s/%s", ns, released)
@@ -180,9 +179,8 @@ func stuckTerminating() e2etypes.Feature {
 				expect.Errorf(t, "operator logs: expected \"validate update\" lines for %s/%s, all allowed (the webhook judged the finalizer removals), saw results %v", ns, released, results)
 			}
 			return ctx
-		}).
-		Assess("fault: the operator down (failurePolicy Fail) and a graph deleted: it stays Terminating", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("fault: the operator down (failurePolicy Fail) and a graph deleted: it stays Terminating", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			createHeldGraph(ctx, t, c, ns, stuck)
 			scaleDown(ctx, t, c, r, &want)
 			err := c.Dynamic().Resource(dynamo.GraphDeployments).Namespace(ns).Delete(ctx, stuck, metav1.DeleteOptions{})
@@ -191,7 +189,7 @@ func stuckTerminating() e2etypes.Feature {
 				return obj != nil && obj.GetDeletionTimestamp() != nil && slices.Contains(obj.GetFinalizers(), operatorFinalizer)
 			})
 			return ctx
-		}).
+		})).
 		Assess("symptom: removing the finalizer by hand fails: failed calling webhook … connect: connection refused", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
 			expectEventuallyFailsWith(ctx, t, fmt.Sprintf("removing the finalizers of DynamoGraphDeployment %s/%s", ns, stuck), propagationTimeout,
@@ -203,13 +201,11 @@ func stuckTerminating() e2etypes.Feature {
 			}
 			return ctx
 		}).
-		Assess("the doctor names the operator being down (T6, service-endpoints) as the one root cause", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		Assess("the doctor names the operator being down (T6, service-endpoints) as the one root cause", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expectDoctorNames(ctx, t, c, targetOf(r, ns), "T6", "service-endpoints")
 			return ctx
-		}).
-		Assess("documented workaround: failurePolicy Ignore, remove the finalizer, helm upgrade", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Assess("documented workaround: failurePolicy Ignore, remove the finalizer, helm upgrade", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			expect.NoError(t, setFailurePolicy(ctx, c, r, admissionregistrationv1.Ignore), "patching failurePolicy Ignore")
 			// The API server applies the new policy once its informer has it.
 			expect.Eventually(ctx, t, fmt.Sprintf("removing the finalizers of DynamoGraphDeployment %s/%s to succeed", ns, stuck), propagationTimeout,
@@ -230,9 +226,8 @@ func stuckTerminating() e2etypes.Feature {
 			scaleBack(ctx, t, c, r, want)
 			expectEventuallyDenied(ctx, t, c, ns, "invalid", admissionTimeout)
 			return ctx
-		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+		})).
+		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			if other, err := failurePoliciesOtherThan(ctx, c, r, admissionregistrationv1.Fail); err != nil || len(other) > 0 {
 				if err := helmUpgrade(ctx, c, r); err != nil {
 					expect.Errorf(t, "restoring failurePolicy Fail: %v", err)
@@ -246,7 +241,7 @@ func stuckTerminating() e2etypes.Feature {
 				}
 			}
 			return ctx
-		}).
+		})).
 		Teardown(restored(&ns)).
 		Feature()
 }

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
@@ -239,24 +240,22 @@ func ignoreNotFound(err error) error {
 // baseline is every scenario's first step: the scenario namespace, and a healthy cluster as
 // the doctor sees it — so that a scenario failing here says the previous one left damage.
 func baseline(prefix string, ns *string) func(context.Context, *testing.T, *envconf.Config) context.Context {
-	return func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-		c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+	return suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 		*ns = suite.Namespace(ctx, t, prefix)
 		expectDoctorHealthy(ctx, t, c, targetOf(r, *ns), baselineTimeout)
 		return ctx
-	}
+	})
 }
 
 // restored is every scenario's last step: after its own restore, the suite's release answers
 // and the doctor finds the cluster healthy.
 func restored(ns *string) func(context.Context, *testing.T, *envconf.Config) context.Context {
-	return func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-		c, r := suite.ClusterFrom(ctx, t), suite.ReleaseFrom(ctx, t)
+	return suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 		if err := release.WaitAdmission(ctx, c.Dynamic(), r, admissionTimeout); err != nil {
 			expect.Errorf(t, "after the scenario's restore: %v", err)
 			return ctx
 		}
 		expectDoctorHealthy(ctx, t, c, targetOf(r, *ns), healthyTimeout)
 		return ctx
-	}
+	})
 }

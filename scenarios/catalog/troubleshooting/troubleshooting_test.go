@@ -12,15 +12,6 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
-func TestOverlayMergesWithoutTouchingItsInputs(t *testing.T) {
-	base := map[string]any{"webhook": map[string]any{"port": 9443, "failurePolicy": "Fail"}, "replicas": 1}
-	over := map[string]any{"webhook": map[string]any{"failurePolicy": "Ignore"}}
-	got := overlay(base, over)
-	want := map[string]any{"webhook": map[string]any{"port": 9443, "failurePolicy": "Ignore"}, "replicas": 1}
-	assert.Equal(t, want, got, "overlay: expected %v, saw %v", want, got)
-	assert.Equal(t, "Fail", base["webhook"].(map[string]any)["failurePolicy"], "overlay changed its base: %v", base)
-}
-
 func TestContainsInOrder(t *testing.T) {
 	text := `Internal error occurred: failed calling webhook "v.nvidia.com": failed to call webhook: Post "https://s.ns.svc:443/x": dial tcp 127.0.0.1:443: connect: connection refused`
 	parts := []*regexp.Regexp{failedCallPrefix, dialTCP, connectionRefused}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
@@ -97,12 +98,15 @@ func (r *Release) DeploymentName() string { return r.name() + "-operator" }
 // (--leader-election-id): <release>-operator-leader.
 func (r *Release) LeaderElectionID() string { return r.DeploymentName() + "-leader" }
 
-// SecretName is the Secret holding the serving certificate (webhook.certificateSecret.name).
+// SecretName is the Secret holding the serving certificate, webhook.certificateSecret.name: the
+// release's value, else the chart's default from its values.yaml. It panics when the chart
+// cannot be read: every release is installed from it, so there is no name without it.
 func (r *Release) SecretName() string {
 	if name, ok := lookupString(r.Values, "webhook", "certificateSecret", "name"); ok && name != "" {
 		return name
 	}
-	return "webhook-server-cert"
+	name, _ := mustChartDefault("webhook", "certificateSecret", "name").(string)
+	return name
 }
 
 // RestrictedNamespace is the namespace a namespace-restricted release serves, or "" for a
@@ -136,12 +140,15 @@ func (r *Release) configName(kind string) string {
 	return r.name() + "-" + kind
 }
 
-// InstallsCRDs reports whether this release renders the Dynamo CRDs (crds.install).
+// InstallsCRDs reports whether this release renders the Dynamo CRDs, crds.install: the
+// release's value, else the chart's default. It panics when the chart cannot be read (see
+// SecretName).
 func (r *Release) InstallsCRDs() bool {
 	if v, ok := lookupBool(r.Values, "crds", "install"); ok {
 		return v
 	}
-	return true
+	install, _ := mustChartDefault("crds", "install").(bool)
+	return install
 }
 
 // ServingCertificateName is the cert-manager Certificate of CertManager mode.
@@ -238,16 +245,40 @@ func (r *Release) valueOrChartDefault(path ...string) (any, error) {
 	if v, ok := lookup(r.Values, path...); ok {
 		return v, nil
 	}
-	ch, err := Load()
+	return chartDefault(path...)
+}
+
+// chartDefault is the value at path in the chart's values.yaml.
+func chartDefault(path ...string) (any, error) {
+	values, err := chartValues()
 	if err != nil {
 		return nil, err
 	}
-	v, ok := lookup(ch.Values, path...)
+	v, ok := lookup(values, path...)
 	if !ok {
 		return nil, fmt.Errorf("chart %s: values.yaml sets no %s", Path, strings.Join(path, "."))
 	}
 	return v, nil
 }
+
+// mustChartDefault is chartDefault for the names and switches a release has once installed; it
+// panics when the chart cannot be read or does not set path.
+func mustChartDefault(path ...string) any {
+	v, err := chartDefault(path...)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// chartValues are the chart's values.yaml, read once.
+var chartValues = sync.OnceValues(func() (map[string]any, error) {
+	ch, err := Load()
+	if err != nil {
+		return nil, err
+	}
+	return ch.Values, nil
+})
 
 func (r *Release) name() string      { return r.WithDefaults().Name }
 func (r *Release) namespace() string { return r.WithDefaults().Namespace }

@@ -1,8 +1,10 @@
 // Package doctor runs the workspace's webhook doctors the way users do — the kubectl plugin
 // binary, `-o json` — and reads their documented JSON report. The doctors' packages belong to
-// the operator module, which the harness does not import: it builds them from the workspace
-// and runs the binaries. Which flags a doctor takes is its caller's business; this package
-// knows what every doctor shares: how it is built, its exit statuses and its report.
+// the operator module, whose internals the harness does not import: it builds them from the
+// workspace and runs the binaries, and reads their report with the one package the operator
+// publishes for it (operator/doctorreport). Which flags a doctor takes is its caller's
+// business; this package knows what every doctor shares: how it is built, its exit statuses
+// and its report.
 package doctor
 
 import (
@@ -17,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/operator/doctorreport"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
 
@@ -35,7 +38,7 @@ const (
 
 // StatusFail is the status of a root cause in a report; failures that an upstream failure
 // explains are "consequence", checks that could not run "skipped".
-const StatusFail = "fail"
+const StatusFail = doctorreport.StatusFail
 
 // Program is one doctor of the workspace: a main package, built once per test process into the
 // workspace's binary cache (nothing is left in /tmp, even when a suite is interrupted).
@@ -122,26 +125,8 @@ func run(ctx context.Context, name, bin string, args []string) (Report, error) {
 	return Parse(code, stdout.Bytes())
 }
 
-// Result is one check of a doctor's JSON report.
-type Result struct {
-	ID        string   `json:"id"`
-	Title     string   `json:"title"`
-	OK        bool     `json:"ok"`
-	Status    string   `json:"status"`
-	Scenario  string   `json:"scenario,omitempty"`
-	Cause     string   `json:"cause,omitempty"`
-	Fix       string   `json:"fix,omitempty"`
-	Details   []string `json:"details,omitempty"`
-	DependsOn []string `json:"dependsOn,omitempty"`
-}
-
-// Name names a root cause as the doctors' summary line does: "ca-bundle (T3)".
-func (r Result) Name() string {
-	if r.Scenario == "" {
-		return r.ID
-	}
-	return r.ID + " (" + r.Scenario + ")"
-}
+// Result is one check of a doctor's JSON report: the operator module's documented shape.
+type Result = doctorreport.Result
 
 // Report is one run of a doctor: its exit status and its checks.
 type Report struct {

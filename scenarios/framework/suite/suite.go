@@ -650,6 +650,14 @@ func ReleaseFrom(ctx context.Context, t testing.TB) *chart.Release {
 	return r
 }
 
+// ReleaseStep is a scenario step (Setup, Assess or Teardown) for a suite that installs the
+// operator: it hands step the cluster under test and the release (ClusterFrom, ReleaseFrom).
+func ReleaseStep(step func(ctx context.Context, t *testing.T, c *Cluster, r *chart.Release) context.Context) features.Func {
+	return func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		return step(ctx, t, ClusterFrom(ctx, t), ReleaseFrom(ctx, t))
+	}
+}
+
 // TargetFrom returns the target the suite installed; it stops the test if there is none.
 func TargetFrom(ctx context.Context, t testing.TB) *target.Installed {
 	t.Helper()

@@ -128,3 +128,18 @@ func TestClearingTheOutputKeepsOnlyThisRunsLog(t *testing.T) {
 	require.NoError(t, clearOutputDir(dir, filepath.Join(t.TempDir(), "go-test.log")), "a log elsewhere")
 	assert.NoDirExists(t, dir)
 }
+
+func TestReleaseStepHandsTheStepTheClusterAndTheRelease(t *testing.T) {
+	c, r := &Cluster{name: "c"}, &chart.Release{Name: "r"}
+	ctx := context.WithValue(context.WithValue(context.Background(), clusterKey{}, c), releaseKey{}, r)
+	type mark struct{}
+	var gotC *Cluster
+	var gotR *chart.Release
+	out := ReleaseStep(func(ctx context.Context, _ *testing.T, c *Cluster, r *chart.Release) context.Context {
+		gotC, gotR = c, r
+		return context.WithValue(ctx, mark{}, true)
+	})(ctx, t, &envconf.Config{})
+	assert.Same(t, c, gotC, "the cluster in the context")
+	assert.Same(t, r, gotR, "the release in the context")
+	assert.Equal(t, true, out.Value(mark{}), "the step's context is the step func's")
+}
