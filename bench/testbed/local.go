@@ -77,7 +77,7 @@ func (p *Pair) Close(ctx context.Context) error { return p.A.Close(ctx) }
 
 // baseOperatorImage is the image repository of side A's operator on an A/B
 // testbed; side B runs the chart's default image repository.
-const baseOperatorImage = local.OperatorImage + "-base"
+func baseOperatorImage() string { return chart.OperatorImageRepository() + "-base" }
 
 // StartLocalAB creates one local cluster and installs two releases of the
 // chart in automatic mode: side A (release bench-a, the operator and chart of
@@ -90,7 +90,7 @@ const baseOperatorImage = local.OperatorImage + "-base"
 func StartLocalAB(ctx context.Context, opts LocalOptions, a, b Side) (*Pair, error) {
 	tbs, err := startLocal(ctx, opts, []localSide{
 		{side: "a", name: a.Name, root: a.Root, values: sideValues("a", chart.MergeValues(map[string]any{
-			"image": map[string]any{"repository": baseOperatorImage},
+			"image": map[string]any{"repository": baseOperatorImage()},
 		}, a.Values))},
 		{side: "b", name: b.Name, root: b.Root, values: sideValues("b", chart.MergeValues(map[string]any{
 			"crds": map[string]any{"install": false},
@@ -123,7 +123,7 @@ func (s localSide) image() string {
 			return repo
 		}
 	}
-	return local.OperatorImage
+	return chart.OperatorImageRepository()
 }
 
 // release is the side's Helm release: the chart's default name and namespace

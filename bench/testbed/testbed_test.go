@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 )
 
 func TestBenchValuesExcludeTheControlNamespaceAndKeepTheCallersValues(t *testing.T) {
@@ -60,6 +60,6 @@ func TestPortsOfTheRenderedWebhookObjectsFollowTheOperator(t *testing.T) {
 }
 
 func TestEachSideRunsTheImageItsValuesName(t *testing.T) {
-	assert.Equal(t, local.OperatorImage, localSide{values: benchValues(nil)}.image(), "the chart's default")
-	assert.Equal(t, "dynamo-operator-base", localSide{values: map[string]any{"image": map[string]any{"repository": baseOperatorImage}}}.image())
+	assert.Equal(t, chart.OperatorImageRepository(), localSide{values: benchValues(nil)}.image(), "the chart's default")
+	assert.Equal(t, "dynamo-operator-base", localSide{values: map[string]any{"image": map[string]any{"repository": baseOperatorImage()}}}.image())
 }

@@ -109,6 +109,14 @@ func (r *Release) SecretName() string {
 	return name
 }
 
+// OperatorImageRepository is the operator's image users get, image.repository of the chart's
+// values.yaml: the image kind loads the operator as, and the process node maps to its binary.
+// It panics when the chart cannot be read, as SecretName does.
+func OperatorImageRepository() string {
+	repo, _ := mustChartDefault("image", "repository").(string)
+	return repo
+}
+
 // RestrictedNamespace is the namespace a namespace-restricted release serves, or "" for a
 // cluster-wide release.
 func (r *Release) RestrictedNamespace() string {

@@ -204,3 +204,19 @@ func TestReleaseSettingsAreWhatTheOperatorRuns(t *testing.T) {
 	_, err := bad.CheckInterval()
 	require.ErrorContains(t, err, `webhook.checkInterval=often`)
 }
+
+func TestOperatorImageRepositoryIsTheImageTheChartRuns(t *testing.T) {
+	r := &chart.Release{}
+	vals, err := r.ChartValues()
+	require.NoError(t, err)
+	objs, err := chart.Render(chart.DefaultReleaseName, chart.DefaultNamespace, vals)
+	require.NoError(t, err)
+	d := find(objs, "Deployment", r.DeploymentName())
+	require.NotNil(t, d)
+	containers, _, err := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	require.NoError(t, err)
+	require.NotEmpty(t, containers)
+	image, _ := containers[0].(map[string]any)["image"].(string)
+	repo, _, _ := strings.Cut(image, ":")
+	assert.Equal(t, repo, chart.OperatorImageRepository(), "the chart runs image %s", image)
+}

@@ -89,7 +89,7 @@ func localCluster(t *testing.T) string {
 		p := local.NewProvider()
 		p.WithName(fmt.Sprintf("install-e2e-%d", os.Getpid()%10000))
 		p.WithOpts(local.WithCertManager(), local.WithProgress(os.Stderr),
-			local.WithImages(map[string]procnode.Image{local.OperatorImage: {Binary: operator}}))
+			local.WithImages(map[string]procnode.Image{chart.OperatorImageRepository(): {Binary: operator}}))
 		shared.provider = p
 		_, shared.err = p.Create(ctx)
 	})

@@ -143,12 +143,9 @@ func BuildOperatorImage(ctx context.Context, version string) (string, error) {
 	if _, err := workspace.Build(ctx, dir, workspace.BuildOptions{OperatorVersion: version, Static: true}, workspace.OperatorPackage); err != nil {
 		return "", err
 	}
-	ref := OperatorImageRepository + ":" + ch.Metadata.AppVersion
+	ref := chart.OperatorImageRepository() + ":" + ch.Metadata.AppVersion
 	return ref, BuildImage(ctx, ref, filepath.Join(root, "operator", "Dockerfile"), dir)
 }
-
-// OperatorImageRepository is the chart's default image.repository.
-const OperatorImageRepository = "dynamo-operator"
 
 // backend does what only the kind provider can: reach the cluster network from inside a node,
 // and act on containers through the nodes' containerd.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/procnode"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
 )
@@ -17,15 +18,10 @@ import (
 // KwokVersion is the kwokctl release hack/local-binaries.sh builds.
 const KwokVersion = "v0.8.0"
 
-// Image repositories the provider maps by default.
-const (
-	// OperatorImage is the chart's default operator image repository.
-	OperatorImage = "dynamo-operator"
-	// operatorEntrypoint is where the operator's image holds its binary, the one thing it holds
-	// (operator/Dockerfile): a command, exec probe or hook naming anything else fails there,
-	// and so it does on the process node.
-	operatorEntrypoint = "/dynamo-operator"
-)
+// operatorEntrypoint is where the operator's image holds its binary, the one thing it holds
+// (operator/Dockerfile): a command, exec probe or hook naming anything else fails there, and so
+// it does on the process node.
+const operatorEntrypoint = "/dynamo-operator"
 
 // operatorImage is what the node knows of the operator's image, binary the host's build of it.
 func operatorImage(binary string) procnode.Image {
@@ -80,7 +76,7 @@ func resolveBinaries(ctx context.Context, cfg *Config) (map[string]procnode.Imag
 	if cfg.CertManager.Enabled && b.CertManager == "" {
 		pkgs = append(pkgs, workspace.CertManagerPackage)
 	}
-	_, mapped := cfg.Images[OperatorImage]
+	_, mapped := cfg.Images[chart.OperatorImageRepository()]
 	root, rootErr := workspace.Root()
 	operatorPresent := rootErr == nil && fileExists(filepath.Join(root, workspace.OperatorPackage, "main.go"))
 	if !cfg.Node.Disabled && !mapped && operatorPresent {
@@ -98,7 +94,7 @@ func resolveBinaries(ctx context.Context, cfg *Config) (map[string]procnode.Imag
 			b.CertManager = p
 		}
 		if p, ok := built[workspace.OperatorPackage]; ok {
-			images[OperatorImage] = operatorImage(p)
+			images[chart.OperatorImageRepository()] = operatorImage(p)
 		}
 	}
 	for repo, img := range cfg.Images {

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/procnode"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
@@ -50,7 +51,7 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	p := NewProvider()
 	p.WithName(req.Name)
 	p.WithVersion(req.KubernetesVersion)
-	images := map[string]procnode.Image{OperatorImage: operatorImage(operator)}
+	images := map[string]procnode.Image{chart.OperatorImageRepository(): operatorImage(operator)}
 	for ref, img := range req.Images {
 		images[procnode.ImageRepository(ref)] = nodeImage(img)
 	}
@@ -94,8 +95,8 @@ func checkReusable(ctx context.Context, p *Provider, req cluster.Request, operat
 	if req.CertManager && !cfg.CertManager.Enabled {
 		problems = append(problems, "it has no cert-manager, which this suite needs")
 	}
-	if got, want := cfg.Images[OperatorImage], operatorImage(operator); !reflect.DeepEqual(got, want) {
-		problems = append(problems, fmt.Sprintf("it maps image %s to %+v, this run built %+v (another --operator-version?)", OperatorImage, got, want))
+	if got, want := cfg.Images[chart.OperatorImageRepository()], operatorImage(operator); !reflect.DeepEqual(got, want) {
+		problems = append(problems, fmt.Sprintf("it maps image %s to %+v, this run built %+v (another --operator-version?)", chart.OperatorImageRepository(), got, want))
 	}
 	for _, image := range slices.Sorted(maps.Keys(req.Images)) {
 		if got, want := cfg.Images[procnode.ImageRepository(image)], nodeImage(req.Images[image]); !reflect.DeepEqual(got, want) {
