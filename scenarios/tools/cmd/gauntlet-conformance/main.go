@@ -87,10 +87,6 @@ func mergeRuns(parts []string, out string) int {
 	if err := os.MkdirAll(out, 0o750); err != nil {
 		return fail("%v", err)
 	}
-	across := conformance.Across(grids, func(i int) string { return reports[i] })
-	if score := doctorScore(ran); score != "" {
-		across += "\n" + score + "\n"
-	}
 	var changed []string
 	for _, g := range grids {
 		changed = append(changed, g.Changed()...)
@@ -100,18 +96,10 @@ func mergeRuns(parts []string, out string) int {
 		verdict = fmt.Sprintf("**%d cells changed** (a failure no description declares, or a declared divergence that no longer reproduces):\n\n- %s",
 			len(changed), strings.Join(changed, "\n- "))
 	}
-	md := fmt.Sprintf("# Conformance: %d runs of %d targets\n\n%s\n\n%s", len(parts), len(targetsOf(grids)), verdict, across)
-	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte(md), 0o644); err != nil { //nolint:gosec // G306: a report for people to read
+	heading := fmt.Sprintf("# Conformance: %d runs of %d targets\n\n%s", len(parts), len(targetsOf(grids)), verdict)
+	if err := writeAcross(out, heading, grids, ran, func(i int) string { return reports[i] }); err != nil {
 		return fail("%v", err)
 	}
-	data, err := json.MarshalIndent(grids, "", "  ")
-	if err == nil {
-		err = os.WriteFile(filepath.Join(out, report.SummaryFile), append(data, '\n'), 0o644) //nolint:gosec // G306: a report for people to read
-	}
-	if err != nil {
-		return fail("%v", err)
-	}
-	fmt.Printf("%s\nconformance: %d grids merged; report: %s\n", md, len(grids), filepath.Join(suiterun.DisplayPath(out), "report.md"))
 	if len(changed) > 0 {
 		return 1
 	}
@@ -191,20 +179,21 @@ func run(names string, jobs int, timeout, out string, suiteArgs []string) int {
 		_ = os.Remove(filepath.Join(out, report.SummaryFile))
 		return status
 	}
-	if err := writeAcross(out, grids, ran); err != nil {
+	heading := "# Conformance of " + strconv.Itoa(len(grids)) + " targets"
+	if err := writeAcross(out, heading, grids, ran, func(i int) string { return grids[i].Target + "/report.md" }); err != nil {
 		return fail("%v", err)
 	}
 	return status
 }
 
-// writeAcross writes <out>/report.md, the targets' grids side by side with the doctor's score over
-// all of them, and <out>/summary.json, every grid.
-func writeAcross(out string, grids []conformance.Grid, ran []report.Summary) error {
-	across := conformance.Across(grids, func(i int) string { return grids[i].Target + "/report.md" })
+// writeAcross writes <out>/report.md — heading, then the grids side by side (each linked to
+// reportOf(i)) with the doctor's score over all of them — and <out>/summary.json, every grid, and
+// prints the report.
+func writeAcross(out, heading string, grids []conformance.Grid, ran []report.Summary, reportOf func(i int) string) error {
+	md := heading + "\n\n" + conformance.Across(grids, reportOf)
 	if score := doctorScore(ran); score != "" {
-		across += "\n" + score + "\n"
+		md += "\n" + score + "\n"
 	}
-	md := "# Conformance of " + strconv.Itoa(len(grids)) + " targets\n\n" + across
 	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte(md), 0o644); err != nil { //nolint:gosec // G306: a report for people to read
 		return err
 	}
@@ -215,7 +204,7 @@ func writeAcross(out string, grids []conformance.Grid, ran []report.Summary) err
 	if err := os.WriteFile(filepath.Join(out, report.SummaryFile), append(data, '\n'), 0o644); err != nil { //nolint:gosec // G306: a report for people to read
 		return err
 	}
-	fmt.Printf("\n%s\nconformance: %d targets; report: %s\n", across, len(grids), filepath.Join(suiterun.DisplayPath(out), "report.md"))
+	fmt.Printf("\n%s\nconformance: %d grids; report: %s\n", md, len(grids), filepath.Join(suiterun.DisplayPath(out), "report.md"))
 	return nil
 }
 
