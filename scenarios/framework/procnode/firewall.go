@@ -60,11 +60,8 @@ func (r bridgeForwardRule) insert() error {
 	return nil
 }
 
-// remove deletes every copy of the rule; none is not an error.
+// remove deletes every copy of the rule; none (or no iptables to hold one) is not an error.
 func (r bridgeForwardRule) remove() error {
-	if _, err := exec.LookPath("iptables"); err != nil {
-		return nil
-	}
 	for r.present() {
 		if out, err := iptables(append([]string{"-D"}, r.args()...)...); err != nil {
 			return fmt.Errorf("removing the iptables rule of node %s's bridge: iptables -D %s: %w: %s", r.nodeName, strings.Join(r.args(), " "), err, out)

@@ -13,18 +13,19 @@ import (
 )
 
 // What a process node creates on the host outside its state directory: the node's bridge,
-// host-side veths and the iptables rule accepting its bridge's traffic, and the mount targets recorded in the host-wide registry under /run. A node
-// stopped with SIGTERM removes all of it; a killed node leaves it behind. HostLeftovers says
-// what is left of a node, CleanHost removes it once the node is gone.
+// host-side veths and the iptables rule accepting its bridge's traffic, and the mount targets
+// recorded in the host-wide registry under /run. A node stopped with SIGTERM removes all of it;
+// a killed node leaves it behind. HostLeftovers says what is left of a node, CleanHost removes
+// it once the node is gone.
 
 // BridgeName is a node's default pod bridge: "gn-" and 8 hex digits of the SHA-256 of the
 // node name (CONTRACT.md).
 func BridgeName(nodeName string) string { return bridgeNameFor(nodeName) }
 
 // HostLeftovers lists, as sentences a person can act on, what node nodeName left on the host:
-// its bridge, host-side veths and iptables rule, and mount targets the registry still records for it. It
-// also names the registry itself when it records nothing (the last node removes it). It only
-// reads: nothing is removed.
+// its bridge, host-side veths and iptables rule, and mount targets the registry still records
+// for it. It also names the registry itself when it records nothing (the last node removes it).
+// It only reads: nothing is removed.
 func HostLeftovers(nodeName string) []string {
 	var out []string
 	if links, err := nodeLinks(nodeName, bridgeNameFor(nodeName)); err == nil {
@@ -65,8 +66,8 @@ func mountTargetLeftovers(registry, nodeName string) []string {
 
 // CleanHost removes what a node that no longer runs left on the host: the mount targets whose
 // holders all died (any node's, as every node does when it starts), the registry once it
-// records nothing, and node nodeName's bridge, veths and iptables rule. Call it only after the node has
-// stopped: it deletes the links of a running node too.
+// records nothing, and node nodeName's bridge, veths and iptables rule. Call it only after the
+// node has stopped: it deletes the links of a running node too.
 func CleanHost(nodeName string) error {
 	var errs []error
 	if _, err := os.Stat(hostMountpointRegistry); err == nil {

@@ -95,8 +95,9 @@ func checkReusable(ctx context.Context, p *Provider, req cluster.Request, operat
 	if req.CertManager && !cfg.CertManager.Enabled {
 		problems = append(problems, "it has no cert-manager, which this suite needs")
 	}
-	if got, want := cfg.Images[chart.OperatorImageRepository()], operatorImage(operator); !reflect.DeepEqual(got, want) {
-		problems = append(problems, fmt.Sprintf("it maps image %s to %+v, this run built %+v (another --operator-version?)", chart.OperatorImageRepository(), got, want))
+	repo := chart.OperatorImageRepository()
+	if got, want := cfg.Images[repo], operatorImage(operator); !reflect.DeepEqual(got, want) {
+		problems = append(problems, fmt.Sprintf("it maps image %s to %+v, this run built %+v (another --operator-version?)", repo, got, want))
 	}
 	for _, image := range slices.Sorted(maps.Keys(req.Images)) {
 		if got, want := cfg.Images[procnode.ImageRepository(image)], nodeImage(req.Images[image]); !reflect.DeepEqual(got, want) {
