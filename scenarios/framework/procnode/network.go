@@ -197,6 +197,9 @@ func (n *bridgeNetwork) connect(uid, nsPath string, ip net.IP) error {
 	if err := h.LinkSetName(pod, "eth0"); err != nil {
 		return fmt.Errorf("renaming %s to eth0: %w", podEnd, err)
 	}
+	if err := h.LinkSetHardwareAddr(pod, podMAC(ip)); err != nil {
+		return fmt.Errorf("setting eth0's MAC to %s: %w", podMAC(ip), err)
+	}
 	if err := h.AddrAdd(pod, &netlink.Addr{IPNet: &net.IPNet{IP: ip, Mask: n.cidr.Mask}}); err != nil {
 		return fmt.Errorf("adding %s to eth0: %w", ip, err)
 	}
@@ -302,6 +305,15 @@ func nthIP(cidr *net.IPNet, i uint32) net.IP {
 	ip := make(net.IP, 4)
 	binary.BigEndian.PutUint32(ip, base+i)
 	return ip
+}
+
+// podMAC is the MAC of the pod whose address is ip: 0a:58 (locally administered, as the CNI
+// bridge plugin's once were) and the four bytes of the address. Addresses are handed out again
+// as soon as a pod is gone, and the host's and pods' neighbour caches keep an address's MAC
+// for up to a minute: were it random, a new pod on a reused address would be unreachable
+// meanwhile (the frames go to the departed pod's MAC).
+func podMAC(ip net.IP) net.HardwareAddr {
+	return append(net.HardwareAddr{0x0a, 0x58}, ip.To4()...)
 }
 
 // vethNames derives interface names (15 bytes, the kernel's limit) from the node and pod:
