@@ -1,7 +1,9 @@
 package contract
 
 import (
+	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -100,6 +102,7 @@ func slowWebhook(ctx context.Context, t *testing.T, ns string, r *symptomReport,
 
 	judged, _ := probedWebhooks(it)
 	r.Seen = expectSlowSymptom(ctx, t, c, it, ns, r.Fault, judged)
+	r.Seen = mergeSeen(r.Seen, "a client that waits", expectAnswersLate(ctx, t, c, it, delay))
 	d.expectNamesAs(ctx, t, r, r.Fault, doctorCheckServingCertificate, "T9", d.run(ctx, t))
 
 	r.Fix = fmt.Sprintf("Service %s's selector put back as it was read before the fault, and the proxy deleted (which closes the connections it held)", ref)
@@ -154,6 +157,19 @@ func setSelector(ctx context.Context, c *suite.Cluster, ns, name string, selecto
 // servingAddresses are the pod IP and serving port of every Ready pod of the target's
 // Deployment: where the proxy forwards.
 func servingAddresses(ctx context.Context, c *suite.Cluster, it *target.Installed) ([]string, error) {
+	pods, err := servingPods(ctx, c, it)
+	if err != nil {
+		return nil, err
+	}
+	addrs := podAddresses(pods, it.Served.ContainerPort)
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("no Ready pod of Deployment %s/%s has an address", it.Namespace, it.Served.Deployment)
+	}
+	return addrs, nil
+}
+
+// servingPods are the pods of the target's Deployment.
+func servingPods(ctx context.Context, c *suite.Cluster, it *target.Installed) ([]corev1.Pod, error) {
 	d, err := c.Kube().AppsV1().Deployments(it.Namespace).Get(ctx, it.Served.Deployment, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
@@ -162,11 +178,69 @@ func servingAddresses(ctx context.Context, c *suite.Cluster, it *target.Installe
 	if err != nil {
 		return nil, err
 	}
-	addrs := podAddresses(pods.Items, it.Served.ContainerPort)
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("no Ready pod of Deployment %s/%s has an address", it.Namespace, it.Served.Deployment)
+	return pods.Items, nil
+}
+
+// lateAnswerWait is how much longer than the proxy's delay a client that waits is given for
+// the webhook's answer through it.
+const lateAnswerWait = 15 * time.Second
+
+// heldTolerance is what a timer may shave off the proxy's delay as this side measures it.
+const heldTolerance = 250 * time.Millisecond
+
+// expectAnswersLate makes sure the fault is T9's, a webhook that answers late, and not one
+// that never answers (T6's dead end looks the same to the API server's timeouts): a client that
+// waits out delay opens a TLS handshake through the webhook Service, as the API server does, and
+// must get the certificate the webhook's own pods serve, no sooner than delay. It returns what
+// that client saw.
+func expectAnswersLate(ctx context.Context, t *testing.T, c *suite.Cluster, it *target.Installed, delay time.Duration) string {
+	t.Helper()
+	ref := it.Namespace + "/" + it.Served.Service
+	host := it.Served.Service + "." + it.Namespace + ".svc"
+	pods, err := servingPods(ctx, c, it)
+	expect.NoError(t, err, "reading the pods of Deployment %s/%s", it.Namespace, it.Served.Deployment)
+	var own *x509.Certificate
+	for i := range pods {
+		if !release.PodReady(&pods[i]) || pods[i].DeletionTimestamp != nil {
+			continue
+		}
+		chain, err := c.PodServedCertificates(ctx, &pods[i], it.Served.ContainerPort, host)
+		expect.NoError(t, err, "reading the certificate pod %s/%s serves on port %d", it.Namespace, pods[i].Name, it.Served.ContainerPort)
+		own = chain[0]
+		break
 	}
-	return addrs, nil
+	if own == nil {
+		expect.Errorf(t, "no Ready pod of Deployment %s/%s to read the webhook's own certificate from", it.Namespace, it.Served.Deployment)
+	}
+	start := time.Now()
+	chain, err := c.ServedCertificatesWithin(ctx, it.Namespace, it.Served.Service, it.Served.ServicePort, delay+lateAnswerWait)
+	took := time.Since(start)
+	var served *x509.Certificate
+	if err == nil {
+		served = chain[0]
+	}
+	seen, ok := judgeLateAnswer(delay, took, own, served, err)
+	if !ok {
+		expect.Errorf(t, "a TLS handshake through Service %s that waits up to %s: expected the webhook's own certificate after the proxy's delay, %s (a webhook that answers, late — T9, not one that never answers); saw %s",
+			ref, delay+lateAnswerWait, delay, seen)
+	}
+	t.Logf("a TLS handshake through Service %s that waits: %s", ref, seen)
+	return seen
+}
+
+// judgeLateAnswer judges what a client that waited saw through the proxy: the webhook's own
+// certificate own, served after at least delay.
+func judgeLateAnswer(delay, took time.Duration, own, served *x509.Certificate, err error) (string, bool) {
+	at := took.Round(100 * time.Millisecond)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("no answer after %s: %v", at, err), false
+	case own == nil || !bytes.Equal(own.Raw, served.Raw):
+		return fmt.Sprintf("after %s, a certificate other than the webhook pods' own (subject %q, serial %s)", at, served.Subject, served.SerialNumber), false
+	case took < delay-heldTolerance:
+		return fmt.Sprintf("the webhook's own certificate after %s, sooner than the delay: the proxy did not delay the handshake", at), false
+	}
+	return fmt.Sprintf("the webhook's own certificate (serial %s) after %s", served.SerialNumber, at), true
 }
 
 // podAddresses are podIP:port of the Ready pods that are not being deleted, sorted.

@@ -1,7 +1,9 @@
 package contract
 
 import (
+	"crypto/x509"
 	"errors"
+	"math/big"
 	"testing"
 	"time"
 
@@ -89,4 +91,22 @@ func TestDelayProxyDeploymentServesTheServicesTargetPort(t *testing.T) {
 		"a named targetPort resolves only to a container port of that name")
 	numbered := delayProxyDeployment("ns", "img", time.Second, corev1.ServicePort{Port: 443, TargetPort: intstr.FromInt32(9443)}, 9443, []string{"a:1"})
 	assert.Empty(t, numbered.Spec.Template.Spec.Containers[0].Ports[0].Name)
+}
+
+func TestJudgeLateAnswerWantsTheWebhooksOwnCertificateAfterTheDelay(t *testing.T) {
+	own := &x509.Certificate{Raw: []byte("own"), SerialNumber: big.NewInt(1)}
+	other := &x509.Certificate{Raw: []byte("other"), SerialNumber: big.NewInt(2)}
+	delay := 12 * time.Second
+	seen, ok := judgeLateAnswer(delay, 12300*time.Millisecond, own, own, nil)
+	assert.True(t, ok, seen)
+	assert.Equal(t, "the webhook's own certificate (serial 1) after 12.3s", seen)
+	seen, ok = judgeLateAnswer(delay, 27*time.Second, own, nil, errors.New("TLS handshake with Service ns/svc: context deadline exceeded"))
+	assert.False(t, ok, "a proxy that never forwards is a dead end, not T9")
+	assert.Equal(t, "no answer after 27s: TLS handshake with Service ns/svc: context deadline exceeded", seen)
+	seen, ok = judgeLateAnswer(delay, 20*time.Millisecond, own, own, nil)
+	assert.False(t, ok, "an answer at once means the webhook is not slow")
+	assert.Contains(t, seen, "sooner than the delay")
+	seen, ok = judgeLateAnswer(delay, 13*time.Second, own, other, nil)
+	assert.False(t, ok, "another server's certificate is not the webhook's answer")
+	assert.Contains(t, seen, "serial 2")
 }

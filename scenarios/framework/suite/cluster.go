@@ -167,25 +167,49 @@ func (c *Cluster) PodMemory(ctx context.Context, pod *corev1.Pod) (map[string]ui
 }
 
 // ServedCertificates connects to Service ns/name on port the way the API server does (TLS,
-// ServerName <name>.<ns>.svc) and returns the certificate chain the server presents. It does not
-// verify the chain: scenarios compare what is served with what should be.
+// ServerName <name>.<ns>.svc) and returns the certificate chain the server presents, within
+// 10 s. It does not verify the chain: scenarios compare what is served with what should be.
 func (c *Cluster) ServedCertificates(ctx context.Context, ns, name string, port int32) ([]*x509.Certificate, error) {
+	return c.ServedCertificatesWithin(ctx, ns, name, port, 10*time.Second)
+}
+
+// ServedCertificatesWithin is ServedCertificates waiting up to wait for the server's answer:
+// for a server held back on purpose.
+func (c *Cluster) ServedCertificatesWithin(ctx context.Context, ns, name string, port int32, wait time.Duration) ([]*x509.Certificate, error) {
 	svc, err := c.kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("getting Service %s/%s: %w", ns, name, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	conn, err := c.backend.DialService(ctx, svc.Spec.ClusterIP, port)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Service %s/%s port %d: %w", ns, name, port, err)
 	}
-	host := name + "." + ns + ".svc"
+	where := fmt.Sprintf("Service %s/%s at %s", ns, name, net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(port))))
+	return handshakeChain(ctx, conn, name+"."+ns+".svc", where)
+}
+
+// PodServedCertificates connects to port of pod (however the provider reaches pods) and
+// returns the certificate chain it presents for ServerName host, within 10 s, unverified.
+func (c *Cluster) PodServedCertificates(ctx context.Context, pod *corev1.Pod, port int32, host string) ([]*x509.Certificate, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := c.backend.DialPod(ctx, pod, port)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to pod %s/%s port %d: %w", pod.Namespace, pod.Name, port, err)
+	}
+	return handshakeChain(ctx, conn, host, fmt.Sprintf("pod %s/%s port %d", pod.Namespace, pod.Name, port))
+}
+
+// handshakeChain makes a TLS handshake for host over conn (to where, for messages) and returns
+// the chain the server presents; it closes conn.
+func handshakeChain(ctx context.Context, conn net.Conn, host, where string) ([]*x509.Certificate, error) {
 	tc := tls.Client(conn, &tls.Config{ServerName: host, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // G402: we inspect the served chain, whoever signed it; nothing is trusted
 	// Only the handshake's chain is used: how the close goes does not matter.
 	defer func() { _ = tc.Close() }()
 	if err := tc.HandshakeContext(ctx); err != nil {
-		return nil, fmt.Errorf("TLS handshake with Service %s/%s (%s) at %s: %w", ns, name, host, net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(port))), err)
+		return nil, fmt.Errorf("TLS handshake with %s (%s): %w", where, host, err)
 	}
 	chain := tc.ConnectionState().PeerCertificates
 	if len(chain) == 0 {
