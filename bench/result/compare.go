@@ -201,6 +201,10 @@ type Comparison struct {
 	CurrentRun      string     `json:"currentRun"`
 	CurrentRevision string     `json:"currentRevision"`
 	CurrentMachine  Machine    `json:"currentMachine"`
+	// BaseTarget and CurrentTarget are Result.Target of each side: what each
+	// measured when it is not gauntlet's own operator.
+	BaseTarget    string `json:"baseTarget,omitempty"`
+	CurrentTarget string `json:"currentTarget,omitempty"`
 	Tolerances      Tolerances `json:"tolerances"`
 	// Steps follow the baseline's order; steps only the current run has come
 	// last, in its order.
