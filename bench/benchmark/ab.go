@@ -210,11 +210,7 @@ func WriteAB(dir string, a, b result.Result, cfg Config, c result.Comparison) ([
 	}
 	var buf bytes.Buffer
 	sideReports := [2]string{"a/" + report.ReportFile, "b/" + report.ReportFile}
-	ladder := APIServerDGD
-	if a.Target != "" {
-		ladder = APIServerTarget
-	}
-	if err := report.ABMarkdown(&buf, c, a, b, ladder, APIServerFloor, sideReports); err != nil {
+	if err := report.ABMarkdown(&buf, c, a, b, webhookLadder(a), APIServerFloor, sideReports); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, report.ReportFile)

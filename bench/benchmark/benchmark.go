@@ -455,6 +455,15 @@ func apiServerWorkloads(tb *testbed.Testbed, operatorProbe load.Probe) ([]load.W
 	return out, nil
 }
 
+// webhookLadder is the dry-run ladder through the webhooks of what res measured:
+// a target's probe object, or gauntlet's operator's DynamoGraphDeployment.
+func webhookLadder(res result.Result) string {
+	if res.Target != "" {
+		return APIServerTarget
+	}
+	return APIServerDGD
+}
+
 // startProfile fetches a CPU profile of length d from a pprof endpoint into
 // path, in the background; the returned func waits for it.
 func startProfile(ctx context.Context, client *http.Client, pprofURL string, d time.Duration, path string, progress load.Progress) func() error {
@@ -514,7 +523,7 @@ func Write(dir string, res result.Result, cfg Config, cmp *result.Comparison) ([
 		return nil, err
 	}
 	opts := report.Options{P99TargetMs: cfg.Targets(), OverheadP99TargetMs: cfg.OverheadP99TargetMs, Comparison: cmp,
-		OverheadLadder: APIServerDGD, FloorLadder: APIServerFloor}
+		OverheadLadder: webhookLadder(res), FloorLadder: APIServerFloor}
 	files, err := report.WriteFiles(dir, res, opts)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
@@ -218,27 +219,37 @@ func targetObject(kube kubernetes.Interface, t *target.Target) (*TargetObject, e
 func skipControlNamespaces(ctx context.Context, kube kubernetes.Interface, served target.Served) error {
 	validating, mutating := served.Configurations()
 	admission := kube.AdmissionregistrationV1()
+	// The target's own certificate rotator may write a configuration's caBundle meanwhile:
+	// read it again and retry on a conflict.
 	for _, n := range validating {
-		c, err := admission.ValidatingWebhookConfigurations().Get(ctx, n, metav1.GetOptions{})
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			c, err := admission.ValidatingWebhookConfigurations().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range c.Webhooks {
+				c.Webhooks[i].NamespaceSelector = skippingControl(c.Webhooks[i].NamespaceSelector)
+			}
+			_, err = admission.ValidatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", n, err)
-		}
-		for i := range c.Webhooks {
-			c.Webhooks[i].NamespaceSelector = skippingControl(c.Webhooks[i].NamespaceSelector)
-		}
-		if _, err := admission.ValidatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("making ValidatingWebhookConfiguration %s skip the control namespaces: %w", n, err)
 		}
 	}
 	for _, n := range mutating {
-		c, err := admission.MutatingWebhookConfigurations().Get(ctx, n, metav1.GetOptions{})
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			c, err := admission.MutatingWebhookConfigurations().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range c.Webhooks {
+				c.Webhooks[i].NamespaceSelector = skippingControl(c.Webhooks[i].NamespaceSelector)
+			}
+			_, err = admission.MutatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			return fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", n, err)
-		}
-		for i := range c.Webhooks {
-			c.Webhooks[i].NamespaceSelector = skippingControl(c.Webhooks[i].NamespaceSelector)
-		}
-		if _, err := admission.MutatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("making MutatingWebhookConfiguration %s skip the control namespaces: %w", n, err)
 		}
 	}
@@ -284,7 +295,7 @@ func (t *Testbed) finishTarget(ctx context.Context, kube kubernetes.Interface, d
 	start := time.Now()
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	err = poll.Until(ctx, fmt.Sprintf("%s to deny its probe's denied %s in namespace %s and to skip namespace %s", what, o.Kind, t.WebhookNamespace, t.ControlNamespace),
-		time.Minute, func(ctx context.Context) (bool, string, error) {
+		2*time.Minute, func(ctx context.Context) (bool, string, error) {
 			name := "bench-probe-" + rand.String(5)
 			if _, err := dyn.Resource(o.Resource).Namespace(t.WebhookNamespace).Create(ctx, named(o.denied, t.WebhookNamespace, name), dry); err == nil {
 				return false, t.WebhookNamespace + ": the denied object was admitted", nil
