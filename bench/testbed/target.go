@@ -52,7 +52,9 @@ type TargetObject struct {
 }
 
 // Object builds the admitted object in namespace ns under name (a load.ObjectFunc).
-func (o *TargetObject) Object(ns, name string) *unstructured.Unstructured { return named(o.admitted, ns, name) }
+func (o *TargetObject) Object(ns, name string) *unstructured.Unstructured {
+	return named(o.admitted, ns, name)
+}
 
 func named(obj *unstructured.Unstructured, ns, name string) *unstructured.Unstructured {
 	u := obj.DeepCopy()
@@ -311,4 +313,3 @@ func (t *Testbed) finishTarget(ctx context.Context, kube kubernetes.Interface, d
 	logf("%s denies in namespace %s and is skipped in %s (%.1fs)", what, t.WebhookNamespace, t.ControlNamespace, time.Since(start).Seconds())
 	return nil
 }
-
