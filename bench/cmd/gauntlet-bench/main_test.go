@@ -100,10 +100,10 @@ func TestABCommandOfATargetRejectsBadInputBeforeBuildingAnything(t *testing.T) {
 	var ue usageError
 	err := abCommand(ctx, []string{"--target", "gatekeeper"})
 	require.ErrorAs(t, err, &ue)
-	assert.EqualError(t, err, "--target and --base-version go together: make bench-compare TARGET=gatekeeper BASE_VERSION=v3.17.0")
+	require.EqualError(t, err, "--target and --base-version go together: make bench-compare TARGET=gatekeeper BASE_VERSION=v3.17.0")
 	err = abCommand(ctx, []string{"--target", "gatekeeper", "--base-version", "v3.17.0", "--base-ref", "HEAD"})
 	require.ErrorAs(t, err, &ue)
-	assert.EqualError(t, err, "--base-ref compares two revisions of gauntlet's operator, --target two versions of a target: give one")
+	require.EqualError(t, err, "--base-ref compares two revisions of gauntlet's operator, --target two versions of a target: give one")
 	err = abCommand(ctx, []string{"--target", "gauntlet", "--base-version", "v1.0.0"})
 	require.ErrorAs(t, err, &ue)
 	assert.Contains(t, err.Error(), "not from a Go module version")
