@@ -28,7 +28,8 @@ type abTargetRun struct {
 	setBoth, setA, setB                        stringList
 	valuesA, valuesB                           map[string]any
 	// directRatesSet says --direct-rates was given: the direct ladders attack gauntlet's
-	// operator's own paths, so for a target that is an error rather than silently ignored.
+	// operator's own paths, so for a target rates are an error rather than silently ignored
+	// ("none" is fine).
 	directRatesSet bool
 }
 
@@ -64,7 +65,7 @@ func sideTarget(t *target.Target) string {
 // abTarget measures the target at --base-version (side A) against the description's version
 // (side B), a local cluster each, loaded in turns, and exits 1 when side B regressed.
 func abTarget(ctx context.Context, r abTargetRun) error {
-	if r.directRatesSet {
+	if r.directRatesSet && len(r.cfg.DirectRates) > 0 {
 		return usageError{errors.New("--direct-rates: the direct ladders attack the paths of gauntlet's own operator; a target is measured through the API server only (--apiserver-rates)")}
 	}
 	a, b, err := abSides(ctx, r.name, r.baseVersion)
