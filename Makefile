@@ -217,6 +217,8 @@ e2e-hostile: control-plane ## Suite e2e/hostile: H1–H8 — hostile input to ev
 
 BENCH_FLAGS         ?=
 BENCH_COMPARE_FLAGS ?=
+# Side A of `make bench-compare TARGET=<name>`: a version of the target's module the Go module proxy serves.
+BASE_VERSION        ?=
 # Side A of `make bench-compare`: where the working tree branched off main (main itself: HEAD).
 BASE_REF            ?= $(shell git merge-base main HEAD 2>/dev/null || echo HEAD)
 
@@ -231,8 +233,8 @@ bench-trend: ## Latency over time: p50/p99 per step across the runs in RESULTS (
 	@go run ./bench/cmd/gauntlet-bench trend $(RESULTS)
 
 .PHONY: bench-compare
-bench-compare: control-plane ## A/B: the operator and chart at BASE_REF (default: main's merge base) against the working tree, both in one cluster, interleaved (≈ 12 min); exit 1 on regression.
-	@go run ./bench/cmd/gauntlet-bench ab --base-ref $(BASE_REF) $(BENCH_FLAGS) $(BENCH_COMPARE_FLAGS)
+bench-compare: control-plane ## A/B: the operator and chart at BASE_REF (default: main's merge base) against the working tree, both in one cluster, interleaved (≈ 12 min); with TARGET=<name> BASE_VERSION=<v> (e.g. TARGET=gatekeeper BASE_VERSION=v3.17.0): the target at BASE_VERSION against its description's version, a local cluster each, loaded in turns; exit 1 on regression.
+	@go run ./bench/cmd/gauntlet-bench ab $(if $(or $(BASE_VERSION),$(filter-out gauntlet,$(TARGET))),--target "$(TARGET)" --base-version "$(BASE_VERSION)",--base-ref $(BASE_REF)) $(BENCH_FLAGS) $(BENCH_COMPARE_FLAGS)
 
 RELEASE   ?= dynamo
 NAMESPACE ?= dynamo-system

@@ -20,17 +20,24 @@ type ABRevisions struct {
 	// A and B are git revisions, B suffixed "-dirty" when it is the working
 	// tree with uncommitted changes.
 	A, B string
+	// TargetA and TargetB name a target's version on each side (Result.Target),
+	// empty for gauntlet's own operator.
+	TargetA, TargetB string
 }
 
 // RunAB measures both sides of pair in one run (MeasureAB) and returns each
 // side's result: its own steps plus the steps measured once for both
 // (Step.Shared). The results are named run-a and run-b.
 func RunAB(ctx context.Context, pair *testbed.Pair, cfg Config, name string, revs ABRevisions) (a, b result.Result, err error) {
-	side := func(suffix, rev string) result.Result {
+	side := func(suffix, rev, target string) result.Result {
 		settings := cfg.Settings()
 		settings["segments"] = strconv.Itoa(cfg.Segments)
 		settings["segmentWarmup"] = cfg.SegmentWarmup.String()
+		if pair.Separate {
+			settings["clusters"] = "one per side, loaded in turns"
+		}
 		return result.Result{
+			Target:            target,
 			Run:               name + "-" + suffix,
 			StartedAt:         time.Now().UTC(),
 			Machine:           result.DescribeMachine(),
@@ -40,7 +47,7 @@ func RunAB(ctx context.Context, pair *testbed.Pair, cfg Config, name string, rev
 			GitRevision:       rev,
 		}
 	}
-	a, b = side("a", revs.A), side("b", revs.B)
+	a, b = side("a", revs.A, revs.TargetA), side("b", revs.B, revs.TargetB)
 	start, ok := result.ReadLoadAverage()
 	a.Steps, b.Steps, err = MeasureAB(ctx, pair, cfg)
 	if end, ok2 := result.ReadLoadAverage(); ok && ok2 {
@@ -56,7 +63,9 @@ func RunAB(ctx context.Context, pair *testbed.Pair, cfg Config, name string, rev
 // cfg.Segments segments each, A B B A … and B A A B … by turns
 // (load.RunABStep), so the machine's drift over the run falls on both sides
 // alike. The control and floor dry-run ladders do not depend on the operator:
-// they run once per rate and go into both sides' steps, marked Shared. The
+// they run once per rate and go into both sides' steps, marked Shared; when
+// each side has a cluster of its own (pair.Separate) they run on each side,
+// interleaved as the webhook ladders, marked Reference. The
 // direct control ladder, whose only use is to relate a run to a stored
 // baseline's machine, is not run. A mode's ladders stop after the rate
 // at which either side saturated (Config.SaturationP50).
@@ -69,7 +78,7 @@ func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []resu
 			URL: tb.OperatorMetricsURL, Metric: OperatorHistogram, GroupBy: []string{"webhook"}}
 	}
 
-	if len(cfg.DirectRates) > 0 {
+	if len(cfg.DirectRates) > 0 && pair.A.Object == nil {
 		da, err := directWorkloads(pair.A, cfg, probe(pair.A))
 		if err != nil {
 			return nil, nil, err
@@ -80,7 +89,7 @@ func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []resu
 		}
 		// The first two are the validate and mutate ladders; the third, the direct control, is
 		// not run (see above).
-		sa, sb, err := climbAB(ctx, cfg, cfg.DirectRates, da[:2], db[:2], nil, opts, progress, &steps)
+		sa, sb, err := climbAB(ctx, cfg, cfg.DirectRates, da[:2], db[:2], 2, nil, opts, progress, &steps)
 		a, b = append(a, sa...), append(b, sb...)
 		if err != nil {
 			return a, b, err
@@ -96,9 +105,14 @@ func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []resu
 		if err != nil {
 			return a, b, err
 		}
-		// [0] is the webhook ladder of each side; the control and the floor (when the testbed
-		// has one) are side A's, the same requests either way.
-		sa, sb, err := climbAB(ctx, cfg, cfg.APIServerRates, wa[:1], wb[:1], wa[1:], opts, progress, &steps)
+		// [0] is the webhook ladder of each side; in one cluster the control and the floor
+		// (when the testbed has one) are side A's, the same requests either way; in clusters of
+		// their own, each side's.
+		sideA, sideB, shared, judged := wa[:1], wb[:1], wa[1:], 1
+		if pair.Separate {
+			sideA, sideB, shared = wa, wb, nil
+		}
+		sa, sb, err := climbAB(ctx, cfg, cfg.APIServerRates, sideA, sideB, judged, shared, opts, progress, &steps)
 		a, b = append(a, sa...), append(b, sb...)
 		if err != nil {
 			return a, b, err
@@ -110,8 +124,10 @@ func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []resu
 // climbAB runs, at each rate in turn, every pair of side workloads
 // interleaved (the order alternating with *steps, the count of A/B steps so
 // far) and then every shared workload once, and stops after the rate at
-// which a side saturated.
-func climbAB(ctx context.Context, cfg Config, rates []float64, sideA, sideB, shared []load.Workload, opts load.StepOptions,
+// which a side saturated. The pairs after the first judged ones are each
+// side's references (Step.Reference): they neither get judged nor end the
+// ladder.
+func climbAB(ctx context.Context, cfg Config, rates []float64, sideA, sideB []load.Workload, judged int, shared []load.Workload, opts load.StepOptions,
 	progress load.Progress, steps *int) (a, b []result.Step, err error) {
 	if len(sideA) != len(sideB) {
 		return nil, nil, fmt.Errorf("A/B ladders: side A has %d, side B %d", len(sideA), len(sideB))
@@ -125,6 +141,11 @@ func climbAB(ctx context.Context, cfg Config, rates []float64, sideA, sideB, sha
 				return a, b, err
 			}
 			*steps++
+			if i >= judged {
+				sa.Reference, sb.Reference = true, true
+				a, b = append(a, sa), append(b, sb)
+				continue
+			}
 			a, b = append(a, sa), append(b, sb)
 			saturated = cfg.saturated(sa, progress) || cfg.saturated(sb, progress) || saturated
 		}
@@ -160,11 +181,16 @@ func tooBusy(rate float64, ladder string) error {
 // EstimateAB is how long the attacks of an A/B run of c take (setup
 // excluded): per direct rate the validate and mutate ladders, each side's
 // segments with their warm-ups; per API-server rate the webhook ladder the
-// same way, then the control and the floor.
-func (c Config) EstimateAB() time.Duration {
+// same way, then the control and the floor (separate: each on both sides, as
+// the webhook ladder).
+func (c Config) EstimateAB(separate bool) time.Duration {
 	abStep := 2 * (c.Duration + c.Warmup + time.Duration(max(0, c.Segments-1))*c.SegmentWarmup)
+	references := 2 * (c.Warmup + c.Duration)
+	if separate {
+		references = 2 * abStep
+	}
 	return time.Duration(len(c.DirectRates))*2*abStep +
-		time.Duration(len(c.APIServerRates))*(abStep+2*(c.Warmup+c.Duration))
+		time.Duration(len(c.APIServerRates))*(abStep+references)
 }
 
 // WriteAB writes an A/B run into dir: each side's result.json, report.md and
@@ -184,7 +210,7 @@ func WriteAB(dir string, a, b result.Result, cfg Config, c result.Comparison) ([
 	}
 	var buf bytes.Buffer
 	sideReports := [2]string{"a/" + report.ReportFile, "b/" + report.ReportFile}
-	if err := report.ABMarkdown(&buf, c, a, b, APIServerDGD, APIServerFloor, sideReports); err != nil {
+	if err := report.ABMarkdown(&buf, c, a, b, webhookLadder(a), APIServerFloor, sideReports); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, report.ReportFile)

@@ -36,6 +36,11 @@ const (
 	DirectControl   = "direct/control"
 	APIServerDGD    = "apiserver/dgd"
 	APIServerDGDCtl = "apiserver/dgd-control"
+	// APIServerTarget and APIServerTargetCtl are APIServerDGD and its control
+	// for a target (gauntlet-bench ab --target): dry-run creates of its probe's
+	// admitted object.
+	APIServerTarget    = "apiserver/target"
+	APIServerTargetCtl = "apiserver/target-control"
 	// APIServerFloor is the same dry-run create through the floor webhook
 	// (testbed.InstallFloor): the least any webhook behind a Service costs.
 	APIServerFloor = "apiserver/floor"
@@ -402,26 +407,37 @@ func apiServerWorkloads(tb *testbed.Testbed, operatorProbe load.Probe) ([]load.W
 	}
 	apiProbe := load.Probe{Source: "apiserver", Client: scrapeClient, URL: strings.TrimSuffix(base.String(), "/") + "/metrics",
 		Metric: APIServerHistogram, GroupBy: []string{"name", "type"}}
-	gvr := dynamo.GraphDeployments
+	gvr, object, annotation := dynamo.GraphDeployments, load.ObjectFunc(dynamo.GraphDeployment), dynamo.OriginVersionAnnotation
+	webhook, control, called := APIServerDGD, APIServerDGDCtl, "webhooks called"
+	probes := []load.Probe{apiProbe, operatorProbe}
+	if o := tb.Object; o != nil {
+		// A target's probe object; whether its webhooks ran shows in the API server's histogram.
+		gvr, object, annotation = o.Resource, o.Object, ""
+		webhook, control, called = APIServerTarget, APIServerTargetCtl, "webhooks called, from the probe of "+o.Probe+", "+o.Manifest
+		probes = []load.Probe{apiProbe}
+	}
 	type dryRunLadder struct {
 		name, ns, control, what string
 		stamped                 bool
 	}
 	ladders := []dryRunLadder{
-		{APIServerDGD, tb.WebhookNamespace, APIServerDGDCtl, "webhooks called", true},
-		{APIServerDGDCtl, tb.ControlNamespace, "", "webhooks skipped by namespaceSelector", false},
+		{webhook, tb.WebhookNamespace, control, called, true},
+		{control, tb.ControlNamespace, "", "webhooks skipped by namespaceSelector", false},
 	}
 	if tb.FloorNamespace != "" {
-		ladders = append(ladders, dryRunLadder{APIServerFloor, tb.FloorNamespace, APIServerDGDCtl, "floor webhooks only: allowed without decoding the object", false})
+		ladders = append(ladders, dryRunLadder{APIServerFloor, tb.FloorNamespace, control, "floor webhooks only: allowed without decoding the object", false})
 	}
 	var out []load.Workload
 	for _, d := range ladders {
 		path := fmt.Sprintf("/apis/%s/%s/namespaces/%s/%s", gvr.Group, gvr.Version, d.ns, gvr.Resource)
+		if gvr.Group == "" {
+			path = fmt.Sprintf("/api/%s/namespaces/%s/%s", gvr.Version, d.ns, gvr.Resource)
+		}
 		dr, err := load.NewDryRun(load.DryRunConfig{
 			URL:        strings.TrimSuffix(base.String(), "/") + path + "?dryRun=All&fieldManager=gauntlet-bench",
 			Namespace:  d.ns,
-			Object:     dynamo.GraphDeployment,
-			Annotation: dynamo.OriginVersionAnnotation,
+			Object:     object,
+			Annotation: annotation,
 			Stamped:    d.stamped,
 		})
 		if err != nil {
@@ -433,10 +449,19 @@ func apiServerWorkloads(tb *testbed.Testbed, operatorProbe load.Probe) ([]load.W
 			Client: client,
 			Target: dr.Target,
 			Check:  dr.Check,
-			Probes: []load.Probe{apiProbe, operatorProbe},
+			Probes: probes,
 		})
 	}
 	return out, nil
+}
+
+// webhookLadder is the dry-run ladder through the webhooks of what res measured:
+// a target's probe object, or gauntlet's operator's DynamoGraphDeployment.
+func webhookLadder(res result.Result) string {
+	if res.Target != "" {
+		return APIServerTarget
+	}
+	return APIServerDGD
 }
 
 // startProfile fetches a CPU profile of length d from a pprof endpoint into
@@ -498,7 +523,7 @@ func Write(dir string, res result.Result, cfg Config, cmp *result.Comparison) ([
 		return nil, err
 	}
 	opts := report.Options{P99TargetMs: cfg.Targets(), OverheadP99TargetMs: cfg.OverheadP99TargetMs, Comparison: cmp,
-		OverheadLadder: APIServerDGD, FloorLadder: APIServerFloor}
+		OverheadLadder: webhookLadder(res), FloorLadder: APIServerFloor}
 	files, err := report.WriteFiles(dir, res, opts)
 	if err != nil {
 		return nil, err

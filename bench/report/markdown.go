@@ -52,6 +52,9 @@ func Markdown(w io.Writer, r result.Result, opts Options) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Webhook latency benchmark — %s\n\n", scenarioreport.MarkdownCell(r.Run))
 	b.WriteString("| | |\n|---|---|\n")
+	if r.Target != "" {
+		fmt.Fprintf(&b, "| Target | %s |\n", scenarioreport.MarkdownCell(r.Target))
+	}
 	fmt.Fprintf(&b, "| Revision | `%s` |\n", orDash(r.GitRevision))
 	k := orDash(r.KubernetesVersion)
 	if r.Provider != "" {
@@ -278,12 +281,20 @@ func writeComparison(b *bytes.Buffer, c result.Comparison) {
 	if c.AB {
 		baseLabel, curLabel = "Side A", "Side B"
 	}
-	fmt.Fprintf(b, "- %s: run %s, revision `%s`, %s\n", baseLabel, scenarioreport.MarkdownCell(c.BaseRun), orDash(c.BaseRevision), scenarioreport.MarkdownCell(c.BaseMachine.String()))
-	fmt.Fprintf(b, "- %s: run %s, revision `%s`, %s\n", curLabel, scenarioreport.MarkdownCell(c.CurrentRun), orDash(c.CurrentRevision), scenarioreport.MarkdownCell(c.CurrentMachine.String()))
+	fmt.Fprintf(b, "- %s: run %s, %s, %s\n", baseLabel, scenarioreport.MarkdownCell(c.BaseRun), measured(c.BaseTarget, c.BaseRevision), scenarioreport.MarkdownCell(c.BaseMachine.String()))
+	fmt.Fprintf(b, "- %s: run %s, %s, %s\n", curLabel, scenarioreport.MarkdownCell(c.CurrentRun), measured(c.CurrentTarget, c.CurrentRevision), scenarioreport.MarkdownCell(c.CurrentMachine.String()))
 	if differentMachines(c.BaseMachine, c.CurrentMachine) {
 		b.WriteString("- ⚠️ The runs come from different machines: the ratios are compared, but a slower machine alone can exceed them.\n")
 	}
-	if c.AB {
+	separate := slices.ContainsFunc(c.Steps, func(s result.StepComparison) bool {
+		return (s.Base != nil && s.Base.Reference) || (s.Current != nil && s.Current.Reference)
+	})
+	if c.AB && separate {
+		b.WriteString("\nEach side ran in a local cluster of its own (its own API server and etcd), both up throughout; the load went to one at a time, " +
+			"every step in segments, the sides taking turns (A B B A A B B A, or B A A B B A A B), judged as in one cluster. " +
+			"The control and floor ladders ran on each side in its own cluster: their B/A ratio (Reason) is the two clusters' own difference, " +
+			"which a verdict on the target's webhooks cannot see below. They are not judged.\n")
+	} else if c.AB {
 		b.WriteString("\nBoth sides served at the same time in one cluster and every step ran in segments, the sides taking turns (A B B A A B B A, or B A A B B A A B). Each p99 is the median " +
 			"of the step's per-window p99s; window i of A ran beside window i of B, and a sign test over those pairs decides whether a growth is significant; " +
 			"a growth counts only when it shows in at least three quarters of the step's segment pairs, so a stall of the machine that met a few of one side's segments is not a slower side. " +
@@ -339,8 +350,8 @@ func ComparisonText(w io.Writer, c result.Comparison) error {
 	}
 	fmt.Fprintf(&b, "bench-compare: %s — %s\n", verdict, verdictCounts(c))
 	fmt.Fprintf(&b, "  tolerances: %s\n", tolerances(c.Tolerances))
-	fmt.Fprintf(&b, "  baseline:   %s @ %s on %s\n", c.BaseRun, orDash(shortRevision(c.BaseRevision)), c.BaseMachine)
-	fmt.Fprintf(&b, "  current:    %s @ %s on %s\n\n", c.CurrentRun, orDash(shortRevision(c.CurrentRevision)), c.CurrentMachine)
+	fmt.Fprintf(&b, "  baseline:   %s @ %s on %s\n", c.BaseRun, orDash(targetOr(c.BaseTarget, shortRevision(c.BaseRevision))), c.BaseMachine)
+	fmt.Fprintf(&b, "  current:    %s @ %s on %s\n\n", c.CurrentRun, orDash(targetOr(c.CurrentTarget, shortRevision(c.CurrentRevision))), c.CurrentMachine)
 	steps := slices.Clone(c.Steps)
 	slices.SortStableFunc(steps, func(x, y result.StepComparison) int {
 		return rank(x.Verdict) - rank(y.Verdict)
@@ -491,6 +502,14 @@ func formatRatio(v float64) string {
 	return strconv.FormatFloat(v*100, 'f', 2, 64) + "%"
 }
 
+// targetOr is target, or revision for gauntlet's own operator.
+func targetOr(target, revision string) string {
+	if target != "" {
+		return target
+	}
+	return revision
+}
+
 func shortRevision(rev string) string {
 	if len(rev) >= 40 {
 		return rev[:12] + rev[40:]
@@ -507,18 +526,31 @@ func orDash(s string) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// measured names what a side measured: the target and its version, with the
+// bench's revision, or the revision of gauntlet's operator.
+func measured(target, revision string) string {
+	if target != "" {
+		return fmt.Sprintf("**%s** (bench revision `%s`)", scenarioreport.MarkdownCell(target), orDash(revision))
+	}
+	return fmt.Sprintf("revision `%s`", orDash(revision))
+}
+
 // ABMarkdown writes the report of an A/B run: the comparison of side B
 // against side A, each side's overhead of ladder over the floor's, and links
 // to each side's own report (sideReports, relative paths).
 func ABMarkdown(w io.Writer, c result.Comparison, a, b result.Result, ladder, floor string, sideReports [2]string) error {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "# Webhook latency A/B — %s\n\n", scenarioreport.MarkdownCell(strings.TrimSuffix(a.Run, "-a")))
-	fmt.Fprintf(&buf, "Side A: `%s`; side B: `%s`. Kubernetes %s (%s provider), %s.\n\n", orDash(a.GitRevision), orDash(b.GitRevision),
+	fmt.Fprintf(&buf, "Side A: %s; side B: %s. Kubernetes %s (%s provider), %s.\n\n", measured(a.Target, a.GitRevision), measured(b.Target, b.GitRevision),
 		orDash(a.KubernetesVersion), orDash(a.Provider), scenarioreport.MarkdownCell(a.Machine.String()))
 	fmt.Fprintf(&buf, "Each side's own report: [side A](%s), [side B](%s).\n\n", sideReports[0], sideReports[1])
 	writeComparison(&buf, c)
-	writeFloorRatios(&buf, a, ladder, floor, "Side A's operator overhead against the floor")
-	writeFloorRatios(&buf, b, ladder, floor, "Side B's operator overhead against the floor")
+	what := "operator"
+	if a.Target != "" {
+		what = "webhooks'"
+	}
+	writeFloorRatios(&buf, a, ladder, floor, fmt.Sprintf("Side A's %s overhead against the floor", what))
+	writeFloorRatios(&buf, b, ladder, floor, fmt.Sprintf("Side B's %s overhead against the floor", what))
 	_, err := w.Write(buf.Bytes())
 	return err
 }

@@ -437,3 +437,28 @@ func count(xs []string, x string) int {
 	}
 	return n
 }
+
+func TestABReportOfATargetNamesBothVersionsAndItsTwoClusters(t *testing.T) {
+	a, b := syntheticResult(), syntheticResult()
+	a.Run, b.Run = "20261129-170000-ab-gatekeeper-a", "20261129-170000-ab-gatekeeper-b"
+	a.Target = "gatekeeper github.com/open-policy-agent/gatekeeper/v3@v3.17.0"
+	b.Target = "gatekeeper github.com/open-policy-agent/gatekeeper/v3@v3.23.1"
+	for _, r := range []*result.Result{&a, &b} {
+		for i := range r.Steps {
+			r.Steps[i].Reference = strings.HasPrefix(r.Steps[i].Name, "apiserver/configmaps")
+		}
+	}
+	c := result.CompareAB(a, b, result.DefaultABTolerances(), 1000)
+	var buf bytes.Buffer
+	require.NoError(t, ABMarkdown(&buf, c, a, b, "", "", [2]string{"a/report.md", "b/report.md"}))
+	md := buf.String()
+	assert.Contains(t, md, "Side A: **gatekeeper github.com/open-policy-agent/gatekeeper/v3@v3.17.0** (bench revision `6f60e50a1b2c3d4e5f60718293a4b5c6d7e8f901`)")
+	assert.Contains(t, md, "side B: **gatekeeper github.com/open-policy-agent/gatekeeper/v3@v3.23.1**")
+	assert.Contains(t, md, "- Side A: run 20261129-170000-ab-gatekeeper-a, **gatekeeper github.com/open-policy-agent/gatekeeper/v3@v3.17.0**")
+	assert.Contains(t, md, "Each side ran in a local cluster of its own")
+	assert.Contains(t, md, "the clusters' difference; not judged")
+
+	var text bytes.Buffer
+	require.NoError(t, ComparisonText(&text, c))
+	assert.Contains(t, text.String(), "baseline:   20261129-170000-ab-gatekeeper-a @ gatekeeper github.com/open-policy-agent/gatekeeper/v3@v3.17.0 on ")
+}

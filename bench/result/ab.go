@@ -52,7 +52,8 @@ func DefaultABTolerances() Tolerances {
 // SegmentsGrownShare): a side that is slower is slower in every segment,
 // while a stall of the machine — a neighbour's burst — lands in a few.
 // Steps measured once for both sides (Step.Shared: the controls, the floor)
-// pass without a verdict on latency. A step at a rate where either side's p50
+// pass without a verdict on latency, and so do the controls and floor each side
+// measured in a cluster of its own (Step.Reference): their ratio is stated. A step at a rate where either side's p50
 // exceeded saturationP50Ms (0: never) is Saturated: reported, not judged; so
 // is a step whose load generator fell below MinAchievedRatio of its rate on
 // either side.
@@ -61,6 +62,7 @@ func CompareAB(a, b Result, tol Tolerances, saturationP50Ms float64) Comparison 
 		AB:      true,
 		BaseRun: a.Run, BaseRevision: a.GitRevision, BaseMachine: a.Machine,
 		CurrentRun: b.Run, CurrentRevision: b.GitRevision, CurrentMachine: b.Machine,
+		BaseTarget: a.Target, CurrentTarget: b.Target,
 		Tolerances: tol,
 	}
 	byKey := make(map[string]int, len(b.Steps))
@@ -128,6 +130,10 @@ func newABPair(a, b Step, tol Tolerances, saturationP50Ms float64) abPair {
 	case a.Shared || b.Shared:
 		sc.Verdict = Pass
 		sc.Reason = fmt.Sprintf("measured once for both sides (p99 %s, p50 %s): not judged", fmtMs(p.p99.BaseMs), fmtMs(p.p50.BaseMs))
+	case a.Reference || b.Reference:
+		sc.Verdict = Pass
+		sc.Reason = fmt.Sprintf("each side's own cluster without its webhooks: B/A p50 ×%.2f (%s → %s), p99 ×%.2f (%s → %s), the clusters' difference; not judged",
+			ratioOf(b.P50Ms, a.P50Ms), fmtMs(a.P50Ms), fmtMs(b.P50Ms), ratioOf(b.P99Ms, a.P99Ms), fmtMs(a.P99Ms), fmtMs(b.P99Ms))
 	case saturationP50Ms > 0 && (a.P50Ms > saturationP50Ms || b.P50Ms > saturationP50Ms):
 		sc.SuccessDelta, sc.Verdict = b.SuccessRatio-a.SuccessRatio, Saturated
 		sc.Reason = fmt.Sprintf("beyond the machine's capacity: p50 %s (A), %s (B) above %s; reported, not judged",
@@ -238,4 +244,12 @@ func pairedShift(a, b []float64, segments int, alpha float64) *Shift {
 	sh.PGreater = math.Max(1-d.CDF(float64(slower)-1), math.SmallestNonzeroFloat64)
 	sh.PLess = math.Max(d.CDF(float64(slower)), math.SmallestNonzeroFloat64)
 	return sh
+}
+
+// ratioOf is b/a, 0 when a is not positive.
+func ratioOf(b, a float64) float64 {
+	if a <= 0 {
+		return 0
+	}
+	return b / a
 }

@@ -229,3 +229,26 @@ func countVerdicts(c Comparison, v Verdict) int {
 	}
 	return n
 }
+
+func TestCompareABStatesTheClustersDifferenceOfEachSidesReferenceAndDoesNotJudgeIt(t *testing.T) {
+	// Each side's control in its own cluster: B's cluster 3× slower, in every window.
+	a := windowedStep("apiserver/target-control", 100, []float64{2, 2, 2, 2}, []float64{4, 4, 4, 4})
+	b := windowedStep("apiserver/target-control", 100, []float64{6, 6, 6, 6}, []float64{8, 8, 8, 8})
+	a.Reference, b.Reference = true, true
+	a.Segments, b.Segments = 2, 2
+	sc := compareABOne(t, a, b)
+	assert.Equal(t, Pass, sc.Verdict, "a difference between the clusters is no regression of the target")
+	assert.Equal(t, "each side's own cluster without its webhooks: B/A p50 ×3.00 (2.00 ms → 6.00 ms), p99 ×2.00 (4.00 ms → 8.00 ms), the clusters' difference; not judged", sc.Reason)
+
+	a.Reference, b.Reference = false, false
+	assert.Equal(t, Regressed, compareABOne(t, a, b).Verdict, "the same windows, judged, regress")
+}
+
+func TestCompareABNamesTheTargetVersionsOfEachSide(t *testing.T) {
+	s := windowedStep("apiserver/target", 100, []float64{2, 2}, []float64{4, 4})
+	a, b := run("a", s), run("b", s)
+	a.Target, b.Target = "gatekeeper github.com/open-policy-agent/gatekeeper/v3@v3.17.0", "gatekeeper github.com/open-policy-agent/gatekeeper/v3@v3.23.1"
+	c := CompareAB(a, b, DefaultABTolerances(), 1000)
+	assert.Equal(t, a.Target, c.BaseTarget)
+	assert.Equal(t, b.Target, c.CurrentTarget)
+}

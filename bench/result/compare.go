@@ -194,14 +194,18 @@ func (s Shift) pName() string {
 type Comparison struct {
 	// AB says the two sides were measured in one run, interleaved
 	// (CompareAB): Base is side A, Current side B.
-	AB              bool       `json:"ab,omitempty"`
-	BaseRun         string     `json:"baseRun"`
-	BaseRevision    string     `json:"baseRevision"`
-	BaseMachine     Machine    `json:"baseMachine"`
-	CurrentRun      string     `json:"currentRun"`
-	CurrentRevision string     `json:"currentRevision"`
-	CurrentMachine  Machine    `json:"currentMachine"`
-	Tolerances      Tolerances `json:"tolerances"`
+	AB              bool    `json:"ab,omitempty"`
+	BaseRun         string  `json:"baseRun"`
+	BaseRevision    string  `json:"baseRevision"`
+	BaseMachine     Machine `json:"baseMachine"`
+	CurrentRun      string  `json:"currentRun"`
+	CurrentRevision string  `json:"currentRevision"`
+	CurrentMachine  Machine `json:"currentMachine"`
+	// BaseTarget and CurrentTarget are Result.Target of each side: what each
+	// measured when it is not gauntlet's own operator.
+	BaseTarget    string     `json:"baseTarget,omitempty"`
+	CurrentTarget string     `json:"currentTarget,omitempty"`
+	Tolerances    Tolerances `json:"tolerances"`
 	// Steps follow the baseline's order; steps only the current run has come
 	// last, in its order.
 	Steps []StepComparison `json:"steps"`

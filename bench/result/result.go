@@ -50,6 +50,10 @@ type Result struct {
 	// GitRevision is the measured commit, suffixed "-dirty" for uncommitted
 	// changes (see GitRevision).
 	GitRevision string `json:"gitRevision"`
+	// Target is what was measured when it is not gauntlet's own operator: a target and the
+	// version of its module, e.g. "gatekeeper github.com/open-policy-agent/gatekeeper/v3@v3.17.0"
+	// (gauntlet-bench ab --target). GitRevision is then the bench's own revision.
+	Target string `json:"target,omitempty"`
 	// KubernetesVersion is the API server's version, e.g. "v1.37.0".
 	KubernetesVersion string `json:"kubernetesVersion"`
 	// Provider is the cluster provider the run used ("local", "kind").
@@ -142,6 +146,11 @@ type Step struct {
 	// control, the floor): it appears in both sides' results, and CompareAB
 	// does not judge it.
 	Shared bool `json:"shared,omitempty"`
+	// Reference marks a step of an A/B run whose sides ran in clusters of their own
+	// (a target's two releases): a control or the floor, measured on each side in
+	// its own cluster without the side's webhooks. Its B/A ratio is the difference
+	// between the two clusters, which CompareAB reports and does not judge.
+	Reference bool `json:"reference,omitempty"`
 	// Segments, on a side of an A/B run, is how many segments its measured
 	// attack ran in, taking turns with the other side's (load.RunABStep);
 	// Windows splits evenly among them.

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
@@ -82,6 +84,31 @@ func BuildFloor(ctx context.Context) (string, error) {
 // warning is read through a client made from a copy of restConfig; dyn makes
 // the second request.
 func InstallFloor(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, restConfig *rest.Config, logf func(string, ...any)) error {
+	return InstallFloorFor(ctx, kube, dyn, restConfig, DynamoFloor(), logf)
+}
+
+// FloorObjects is what a floor's webhooks match and what its routing check creates.
+type FloorObjects struct {
+	// Resource is what the floor's webhooks match (CREATE and UPDATE), the resource the benchmarked
+	// dry-run creates go to.
+	Resource schema.GroupVersionResource
+	// Admitted builds an object the benchmarked webhooks admit; Denied, one they deny (nil: the
+	// routing check cannot show that they skip FloorNamespace this way).
+	Admitted, Denied func(namespace, name string) *unstructured.Unstructured
+	// Stamp is an annotation the benchmarked mutating webhook adds ("": none to look for).
+	Stamp string
+	// What names the benchmarked webhooks in errors, e.g. "the operator's".
+	What string
+}
+
+// DynamoFloor is the floor of the reference operator's DynamoGraphDeployment webhooks.
+func DynamoFloor() FloorObjects {
+	return FloorObjects{Resource: dynamo.GraphDeployments, Admitted: dynamo.GraphDeployment, Denied: dynamo.InvalidGraphDeployment,
+		Stamp: dynamo.OriginVersionAnnotation, What: "the operator's"}
+}
+
+// InstallFloorFor is InstallFloor with webhooks matching objs.Resource, checked with objs's objects.
+func InstallFloorFor(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, restConfig *rest.Config, objs FloorObjects, logf func(string, ...any)) error {
 	start := time.Now()
 	for _, ns := range floorNamespaces() {
 		if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -98,7 +125,7 @@ func InstallFloor(ctx context.Context, kube kubernetes.Interface, dyn dynamic.In
 	if _, err := kube.CoreV1().Services(floorName).Create(ctx, floorService(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating Service %s/%s: %w", floorName, floorName, err)
 	}
-	validating, mutating := floorWebhooks(caPEM)
+	validating, mutating := floorWebhooks(caPEM, objs.Resource)
 	admission := kube.AdmissionregistrationV1()
 	if err := createOrReplace(ctx, "ValidatingWebhookConfiguration", validating, admission.ValidatingWebhookConfigurations()); err != nil {
 		return err
@@ -116,10 +143,10 @@ func InstallFloor(ctx context.Context, kube kubernetes.Interface, dyn dynamic.In
 	if err != nil {
 		return fmt.Errorf("building a dynamic client for %s: %w", cfg.Host, err)
 	}
-	if err := waitFloorRouting(ctx, recorded, warned, dyn); err != nil {
+	if err := waitFloorRouting(ctx, recorded, warned, dyn, objs); err != nil {
 		return err
 	}
-	logf("floor webhook answers in namespace %s, the operator's webhooks skip it (%.1fs)", FloorNamespace, time.Since(start).Seconds())
+	logf("floor webhook answers in namespace %s, %s webhooks skip it (%.1fs)", FloorNamespace, objs.What, time.Since(start).Seconds())
 	return nil
 }
 
@@ -223,17 +250,17 @@ func floorService() *corev1.Service {
 }
 
 // floorWebhooks are the floor's webhook configurations: one webhook each,
-// matching what the chart's DynamoGraphDeployment webhooks match (see
-// charts/dynamo-operator/files/webhook/manifests.yaml, checked by
+// matching resource as the chart's DynamoGraphDeployment webhooks match theirs
+// (see charts/dynamo-operator/files/webhook/manifests.yaml, checked by
 // TestFloorWebhooksMatchWhatTheChartsDynamoGraphDeploymentWebhooksMatch), in
 // the namespaces labelled FloorLabel, trusting caPEM.
-func floorWebhooks(caPEM []byte) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
+func floorWebhooks(caPEM []byte, resource schema.GroupVersionResource) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
 	rules := []admissionregistrationv1.RuleWithOperations{{
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		Rule: admissionregistrationv1.Rule{
-			APIGroups:   []string{dynamo.GraphDeployments.Group},
-			APIVersions: []string{dynamo.GraphDeployments.Version},
-			Resources:   []string{dynamo.GraphDeployments.Resource},
+			APIGroups:   []string{resource.Group},
+			APIVersions: []string{resource.Version},
+			Resources:   []string{resource.Resource},
 		},
 	}}
 	client := func(path string) admissionregistrationv1.WebhookClientConfig {
@@ -293,20 +320,20 @@ func createOrReplace[T metav1.Object](ctx context.Context, kind string, obj T, c
 	return nil
 }
 
-// waitFloorRouting waits until a dry-run create of a valid DynamoGraphDeployment
-// in FloorNamespace (through recorded, whose warnings warned records) comes back
-// with the floor's warning and without the operator's origin-version stamp, and
-// one of an invalid DynamoGraphDeployment (through dyn) is admitted: the floor's
-// webhooks run there, the operator's do not. The first answers may still route
+// waitFloorRouting waits until a dry-run create of an admitted object in
+// FloorNamespace (through recorded, whose warnings warned records) comes back
+// with the floor's warning and without the benchmarked mutating webhook's stamp,
+// and one of a denied object (through dyn) is admitted: the floor's webhooks
+// run there, the benchmarked ones do not. The first answers may still route
 // the old way while the API server's informers catch up with the new webhook
 // configurations and Service endpoints.
-func waitFloorRouting(ctx context.Context, recorded dynamic.Interface, warned *warningRecorder, dyn dynamic.Interface) error {
+func waitFloorRouting(ctx context.Context, recorded dynamic.Interface, warned *warningRecorder, dyn dynamic.Interface, objs FloorObjects) error {
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
-	what := fmt.Sprintf("dry-run DynamoGraphDeployments in namespace %s to come back with the floor webhook's warning %q and to skip the operator's webhooks", FloorNamespace, floorWarning)
+	what := fmt.Sprintf("dry-run creates of %s in namespace %s to come back with the floor webhook's warning %q and to skip %s webhooks", objs.Resource.Resource, FloorNamespace, floorWarning, objs.What)
 	return poll.Until(ctx, what, time.Minute, func(ctx context.Context) (bool, string, error) {
 		name := floorProbePrefix + rand.String(5)
 		warned.take()
-		got, err := recorded.Resource(dynamo.GraphDeployments).Namespace(FloorNamespace).Create(ctx, dynamo.GraphDeployment(FloorNamespace, name), dry)
+		got, err := recorded.Resource(objs.Resource).Namespace(FloorNamespace).Create(ctx, objs.Admitted(FloorNamespace, name), dry)
 		warnings := warned.take()
 		if err != nil {
 			return false, err.Error(), nil
@@ -314,13 +341,16 @@ func waitFloorRouting(ctx context.Context, recorded dynamic.Interface, warned *w
 		if !slices.Contains(warnings, floorWarning) {
 			return false, fmt.Sprintf("admitted with warnings %q, none of them the floor webhook's", warnings), nil
 		}
-		if _, ok := got.GetAnnotations()[dynamo.OriginVersionAnnotation]; ok {
-			return false, "admitted stamped with " + dynamo.OriginVersionAnnotation + ": the operator's mutating webhook selects the namespace too", nil
+		if _, ok := got.GetAnnotations()[objs.Stamp]; ok && objs.Stamp != "" {
+			return false, fmt.Sprintf("admitted stamped with %s: %s mutating webhook selects the namespace too", objs.Stamp, objs.What), nil
+		}
+		if objs.Denied == nil {
+			return true, "", nil
 		}
 		// Not a probe's name: the caller's client would print the floor's warning.
-		invalid := dynamo.InvalidGraphDeployment(FloorNamespace, "floor-invalid-"+rand.String(5))
-		if _, err := dyn.Resource(dynamo.GraphDeployments).Namespace(FloorNamespace).Create(ctx, invalid, dry); err != nil {
-			return false, "a DynamoGraphDeployment without services was refused (does the operator's validating webhook select the namespace?): " + err.Error(), nil
+		denied := objs.Denied(FloorNamespace, "floor-denied-"+rand.String(5))
+		if _, err := dyn.Resource(objs.Resource).Namespace(FloorNamespace).Create(ctx, denied, dry); err != nil {
+			return false, fmt.Sprintf("an object %s webhooks deny was refused (does their validating webhook select the namespace?): %v", objs.What, err), nil
 		}
 		return true, "", nil
 	})

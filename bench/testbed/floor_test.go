@@ -50,7 +50,7 @@ func chartWebhook(t *testing.T, name string) admissionregistrationv1.ValidatingW
 }
 
 func TestFloorWebhooksMatchWhatTheChartsDynamoGraphDeploymentWebhooksMatch(t *testing.T) {
-	validating, mutating := floorWebhooks([]byte("ca"))
+	validating, mutating := floorWebhooks([]byte("ca"), dynamo.GraphDeployments)
 	require.Len(t, validating.Webhooks, 1)
 	require.Len(t, mutating.Webhooks, 1)
 	v, m := validating.Webhooks[0], mutating.Webhooks[0]
@@ -88,7 +88,7 @@ func TestOnlyTheFloorSelectsTheFloorNamespace(t *testing.T) {
 		return s.Matches(nsLabels[ns])
 	}
 
-	validating, mutating := floorWebhooks(nil)
+	validating, mutating := floorWebhooks(nil, dynamo.GraphDeployments)
 	for _, sel := range []*metav1.LabelSelector{validating.Webhooks[0].NamespaceSelector, mutating.Webhooks[0].NamespaceSelector} {
 		assert.True(t, selects(sel, FloorNamespace))
 		assert.False(t, selects(sel, WebhookNamespace))
@@ -126,7 +126,7 @@ func TestFloorWebhooksReachThePodThroughTheService(t *testing.T) {
 	require.Len(t, pod.Spec.Volumes, 1)
 	assert.Equal(t, floorSecret, pod.Spec.Volumes[0].Secret.SecretName)
 
-	validating, mutating := floorWebhooks([]byte("ca"))
+	validating, mutating := floorWebhooks([]byte("ca"), dynamo.GraphDeployments)
 	for _, cc := range []admissionregistrationv1.WebhookClientConfig{validating.Webhooks[0].ClientConfig, mutating.Webhooks[0].ClientConfig} {
 		require.NotNil(t, cc.Service)
 		assert.Equal(t, svc.Namespace, cc.Service.Namespace)
@@ -169,9 +169,9 @@ func TestAnExistingFloorSecretKeepsItsCA(t *testing.T) {
 func TestCreateOrReplaceReplacesAnExistingWebhookConfiguration(t *testing.T) {
 	kube := fake.NewClientset()
 	c := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	old, _ := floorWebhooks([]byte("old CA"))
+	old, _ := floorWebhooks([]byte("old CA"), dynamo.GraphDeployments)
 	require.NoError(t, createOrReplace(t.Context(), "ValidatingWebhookConfiguration", old, c))
-	current, _ := floorWebhooks([]byte("new CA"))
+	current, _ := floorWebhooks([]byte("new CA"), dynamo.GraphDeployments)
 	require.NoError(t, createOrReplace(t.Context(), "ValidatingWebhookConfiguration", current, c))
 	got, err := c.Get(t.Context(), floorWebhookConfig, metav1.GetOptions{})
 	require.NoError(t, err)

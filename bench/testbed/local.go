@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -67,13 +68,25 @@ type Side struct {
 }
 
 // Pair is an A/B testbed: two releases of the operator in one cluster, each
-// serving its own namespace, measured against each other in one run.
+// serving its own namespace, or two releases of a target in a cluster each
+// (Separate), measured against each other in one run.
 type Pair struct {
 	A, B *Testbed
+	// Separate says each side runs in a cluster of its own (StartTargetAB): the
+	// control and floor ladders then run on each side, since each cluster has its own.
+	Separate bool
 }
 
-// Close tears the cluster down (side A holds it).
-func (p *Pair) Close(ctx context.Context) error { return p.A.Close(ctx) }
+// Close tears the cluster down (side A holds it), or both clusters when separate.
+func (p *Pair) Close(ctx context.Context) error {
+	var errs []error
+	for _, t := range []*Testbed{p.B, p.A} {
+		if t != nil && (p.Separate || t == p.A) {
+			errs = append(errs, t.Close(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // baseOperatorImage is the image repository of side A's operator on an A/B
 // testbed; side B runs the chart's default image repository.

@@ -91,6 +91,10 @@ type Testbed struct {
 	// (InstallFloor); empty when the testbed has none (envtest).
 	FloorNamespace string
 
+	// Object is, on a target's testbed (StartTargetAB), what its dry-run creates create: the
+	// target's probe object. nil on the reference operator's, which creates DynamoGraphDeployments.
+	Object *TargetObject
+
 	// side is "a" or "b" on an A/B testbed, empty otherwise.
 	side string
 

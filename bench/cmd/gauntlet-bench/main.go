@@ -91,6 +91,7 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   gauntlet-bench run [--smoke] [--provider local|envtest] [--baseline result.json] [flags]
   gauntlet-bench ab --base-ref REF [--set-a V] [--set-b V] [flags]
+  gauntlet-bench ab --target NAME --base-version V [--set-a V] [--set-b V] [flags]
   gauntlet-bench compare [--ab] --base result.json --current result.json [tolerance flags]
   gauntlet-bench trend [--out DIR] DIR...
 Run "gauntlet-bench <command> -h" for the flags.
@@ -364,6 +365,8 @@ func abCommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gauntlet-bench ab", flag.ContinueOnError)
 	def := benchmark.ABDefaults()
 	baseRef := fs.String("base-ref", "", "Git reference of side A, the base (a branch, tag or commit); side B is the working tree, uncommitted changes included.")
+	targetName := fs.String("target", "", "Compare two versions of a target instead (a name under scenarios/targets, or a path to a description): side A at --base-version, side B at the description's version, each in a local cluster of its own.")
+	baseVersion := fs.String("base-version", "", "With --target: side A's version of the target's Go module, one the Go module proxy serves (e.g. v3.17.0); the description's own version is an A/A run.")
 	out := fs.String("out", filepath.Join("_output", "bench"), "Directory of run directories.")
 	run := fs.String("run", "", "Run name, the run directory's name (default: UTC time with an -ab suffix).")
 	settings := ladderFlags(fs, def)
@@ -379,10 +382,17 @@ func abCommand(ctx context.Context, args []string) error {
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
-	if *baseRef == "" {
+	cfg := def
+	if *targetName != "" || *baseVersion != "" {
+		if *baseRef != "" {
+			return usageError{errors.New("--base-ref compares two revisions of gauntlet's operator, --target two versions of a target: give one")}
+		}
+		if *targetName == "" || *baseVersion == "" {
+			return usageError{errors.New("--target and --base-version go together: make bench-compare TARGET=gatekeeper BASE_VERSION=v3.17.0")}
+		}
+	} else if *baseRef == "" {
 		return usageError{errors.New("--base-ref is required: the git reference side A is built from (make bench-compare BASE_REF=main)")}
 	}
-	cfg := def
 	if err := settings.apply(&cfg); err != nil {
 		return err
 	}
@@ -407,6 +417,10 @@ func abCommand(ctx context.Context, args []string) error {
 	root, err := workspace.Root()
 	if err != nil {
 		return err
+	}
+	if *targetName != "" {
+		return abTarget(ctx, abTargetRun{name: *targetName, baseVersion: *baseVersion, root: root, out: *out, run: *run, cluster: *cluster, keep: *keep,
+			cfg: cfg, cmp: cmpFlags, setBoth: setBoth, setA: setA, setB: setB, valuesA: valuesA, valuesB: valuesB, directRatesSet: flagSet(fs, "direct-rates")})
 	}
 	revB, err := result.GitRevision(ctx, root)
 	if err != nil {
@@ -434,7 +448,7 @@ func abCommand(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "gauntlet-bench: A/B run %s — side A: %s, side B: %s; %d direct and %d API-server rates, "+
 		"A B B A … or B A A B … in %d segments of %s per side (warm-up %s before a side's first, %s before the others); attacks take ≈ %s\n",
 		*run, nameA, nameB, len(cfg.DirectRates), len(cfg.APIServerRates), cfg.Segments, cfg.Duration/time.Duration(cfg.Segments),
-		cfg.Warmup, cfg.SegmentWarmup, cfg.EstimateAB().Round(time.Second))
+		cfg.Warmup, cfg.SegmentWarmup, cfg.EstimateAB(false).Round(time.Second))
 	if strings.HasSuffix(revB, "-dirty") {
 		fmt.Fprintf(os.Stderr, "• the working tree has uncommitted changes: they are measured on side B\n")
 	}

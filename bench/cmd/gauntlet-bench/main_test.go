@@ -94,3 +94,42 @@ func TestCompareABJudgesWithTheABToleranceDefaultsUnderTheFlagsGiven(t *testing.
 	require.NoError(t, compareCommand([]string{"--ab", "--base", a, "--current", b, "--p50-ratio", "0.5"}), "a tolerance given on the command line wins")
 	require.NoError(t, compareCommand([]string{"--ab=false", "--base", a, "--current", b}), "without --ab, the stored-baseline tolerances")
 }
+
+func TestABCommandOfATargetRejectsBadInputBeforeBuildingAnything(t *testing.T) {
+	ctx := context.Background()
+	var ue usageError
+	err := abCommand(ctx, []string{"--target", "gatekeeper"})
+	require.ErrorAs(t, err, &ue)
+	require.EqualError(t, err, "--target and --base-version go together: make bench-compare TARGET=gatekeeper BASE_VERSION=v3.17.0")
+	err = abCommand(ctx, []string{"--target", "gatekeeper", "--base-version", "v3.17.0", "--base-ref", "HEAD"})
+	require.ErrorAs(t, err, &ue)
+	require.EqualError(t, err, "--base-ref compares two revisions of gauntlet's operator, --target two versions of a target: give one")
+	err = abCommand(ctx, []string{"--target", "gauntlet", "--base-version", "v1.0.0"})
+	require.ErrorAs(t, err, &ue)
+	assert.Contains(t, err.Error(), "not from a Go module version")
+	err = abCommand(ctx, []string{"--target", "gatekeeper", "--base-version", "v3.17.0", "--direct-rates", "100"})
+	require.ErrorAs(t, err, &ue)
+	assert.Contains(t, err.Error(), "a target is measured through the API server only")
+}
+
+// TestABCommandOfATargetNamesTheVersionsTheProxyServes runs the command against a go command
+// that answers as the module proxy does when it serves v3.17.0 and v3.23.1 of Gatekeeper only.
+func TestABCommandOfATargetNamesTheVersionsTheProxyServes(t *testing.T) {
+	bin := t.TempDir()
+	fake := `#!/bin/sh
+case "$*" in
+"mod download -json "*) echo '{"Error": "reading proxy: 404 Not Found"}'; exit 1 ;;
+"list -m -versions -json "*) echo '{"Versions": ["v3.17.0", "v3.23.1"]}' ;;
+*) echo "unexpected go $*" >&2; exit 2 ;;
+esac
+`
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "go"), []byte(fake), 0o700)) //nolint:gosec // G306: an executable
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out := t.TempDir()
+	err := abCommand(context.Background(), []string{"--target", "gatekeeper", "--base-version", "v3.99.0", "--out", out})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--base-version v3.99.0: target gatekeeper at v3.99.0: ")
+	assert.Contains(t, err.Error(), "the Go module proxy does not serve version v3.99.0 of github.com/open-policy-agent/gatekeeper/v3; it serves v3.17.0, v3.23.1")
+	entries, _ := os.ReadDir(out)
+	assert.Empty(t, entries, "nothing written before the version is known to be served")
+}

@@ -114,8 +114,9 @@ type rendered struct {
 }
 
 // render loads t's chart (from its module, fetched if need be, or its directory) and renders
-// it in mode with the values its description gives, for a cluster of Kubernetes kubeVersion.
-func render(ctx context.Context, t *target.Target, mode, kubeVersion string) (*rendered, error) {
+// it in mode with the values its description gives (and extra merged over them, nil for none),
+// for a cluster of Kubernetes kubeVersion.
+func render(ctx context.Context, t *target.Target, mode, kubeVersion string, extra map[string]any) (*rendered, error) {
 	r := &rendered{}
 	var err error
 	if r.chart, err = t.LoadChart(ctx); err != nil {
@@ -128,7 +129,7 @@ func render(ctx context.Context, t *target.Target, mode, kubeVersion string) (*r
 		}
 		caBundle = r.ca.CABundle()
 	}
-	r.values = t.Values(mode, caBundle)
+	r.values = chart.MergeValues(t.Values(mode, caBundle), extra)
 	objs, err := chart.RenderChartFor(r.chart, t.Chart.Release, t.Chart.Namespace, r.values, kubeVersion)
 	if err != nil {
 		return nil, fmt.Errorf("%w (values: %v)", err, r.values)
@@ -168,7 +169,7 @@ func (s *Suite) clusterRequest(ctx context.Context) (cluster.Request, error) {
 		if err != nil {
 			return err
 		}
-		if s.rendered, err = render(ctx, s.target, s.targetMode, s.opts.kubernetesVersion); err != nil {
+		if s.rendered, err = render(ctx, s.target, s.targetMode, s.opts.kubernetesVersion, nil); err != nil {
 			return err
 		}
 		req.Images, err = s.target.Entrypoints(images, s.rendered.objs)

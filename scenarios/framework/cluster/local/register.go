@@ -51,9 +51,9 @@ func start(ctx context.Context, req cluster.Request) (*cluster.Handle, error) {
 	p := NewProvider()
 	p.WithName(req.Name)
 	p.WithVersion(req.KubernetesVersion)
-	images := map[string]procnode.Image{chart.OperatorImageRepository(): operatorImage(operator)}
-	for ref, img := range req.Images {
-		images[procnode.ImageRepository(ref)] = nodeImage(img)
+	images := NodeImages(req.Images)
+	if _, ok := images[chart.OperatorImageRepository()]; !ok { // an image of the request's wins
+		images[chart.OperatorImageRepository()] = operatorImage(operator)
 	}
 	p.WithOpts(WithProgress(req.Progress), WithImages(images))
 	if req.CoverDir != "" {
@@ -206,4 +206,14 @@ func (b backend) Destroy(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// NodeImages are the node's images for images by reference (cluster.Request.Images): keyed
+// by repository, as the node looks them up, each as nodeImage makes it.
+func NodeImages(images map[string]cluster.Image) map[string]procnode.Image {
+	out := make(map[string]procnode.Image, len(images))
+	for ref, img := range images {
+		out[procnode.ImageRepository(ref)] = nodeImage(img)
+	}
+	return out
 }
