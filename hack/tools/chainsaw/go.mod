@@ -4,7 +4,12 @@
 // the workspace's build list; gauntlet runs the built binary (its runner parses global flags).
 module github.com/gauntlet-dev/gauntlet/hack/tools/chainsaw
 
-go 1.26.0
+go 1.25.0
+
+// Chainsaw v0.2.12 (the only version the proxy serves) does not build with Go 1.26: its runner
+// hands testing.MainStart its own testDeps, which lacks the ModulePath method Go 1.26 added
+// (for T.ArtifactDir). hack/tool.sh builds a tool with the toolchain its go.mod names.
+toolchain go1.25.5
 
 tool github.com/kyverno/chainsaw
 
