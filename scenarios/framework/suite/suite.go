@@ -104,7 +104,7 @@ type Suite struct {
 	// there is none (its build failed).
 	chainsaw    string
 	chainsawErr error
-	setupErr     error
+	setupErr    error
 	// creation is the cluster's creation while it runs (nil before and after): an interrupt
 	// stops it and waits for it to end (deleteClusterOnInterrupt).
 	creation *creation
