@@ -144,13 +144,13 @@ func TestParseReportFailsAnEmptyReport(t *testing.T) {
 	assert.Equal(t, Failed, res.Outcome)
 }
 
-// loadFailedOutput is Chainsaw v0.2.12's output on a test it cannot load.
+// loadFailedOutput is Chainsaw v0.2.12's output on a test it cannot load (its last lines, as it printed them here).
 const loadFailedOutput = `Version: v0.2.12
 Loading default configuration...
 - Using test file: chainsaw-test
 - TestDirs [/t/chainsaw/broken]
 Loading tests...
-Error: failed to load test (failed to validate resource ([spec.steps[0].try[0].creat: Invalid value: value provided for unknown field]))
+Error: failed to parse document (spec.steps[0].try[0].creat: Invalid value: value provided for unknown field)
 `
 
 func TestJudgeReportsATestChainsawCannotLoadAsBrokenWithFileAndLine(t *testing.T) {
@@ -160,11 +160,11 @@ func TestJudgeReportsATestChainsawCannotLoadAsBrokenWithFileAndLine(t *testing.T
 	res, err := judge(Test{Name: "broken", File: file}, 1, []byte(loadFailedOutput), nil, fs.ErrNotExist)
 	require.NoError(t, err)
 	assert.Equal(t, Broken, res.Outcome)
-	assert.Equal(t, file+":8: Chainsaw cannot load the test: failed to load test (failed to validate resource ([spec.steps[0].try[0].creat: Invalid value: value provided for unknown field]))", res.Message)
+	assert.Equal(t, file+":8: Chainsaw cannot load the test: failed to parse document (spec.steps[0].try[0].creat: Invalid value: value provided for unknown field)", res.Message)
 }
 
 func TestJudgeFailsAChainsawThatStoppedAfterLoadingWithoutAReport(t *testing.T) {
-	out := strings.Replace(loadFailedOutput, "Error: failed to load test", "- broken (/t)\nLoading values...\nRunning tests...\nError: invalid configuration", 1)
+	out := strings.Replace(loadFailedOutput, "Error: failed to parse document", "- broken (/t)\nLoading values...\nRunning tests...\nError: invalid configuration", 1)
 	res, err := judge(Test{Name: "broken"}, 1, []byte(out), nil, fs.ErrNotExist)
 	require.NoError(t, err)
 	assert.Equal(t, Failed, res.Outcome, "not a broken test: the test loaded")

@@ -31,7 +31,7 @@ if [ -n "$REPORT" ]; then
   printf '%s' "$REPORT" > "$dir/chainsaw-report.json"
   exit "$EXIT"
 fi
-echo "Error: failed to load test (failed to validate resource ([spec.steps[0].try[0].creat: Invalid value: value provided for unknown field]))" >&2
+echo "Error: failed to parse document (spec.steps[0].try[0].creat: Invalid value: value provided for unknown field)" >&2
 exit 1
 `
 
@@ -84,7 +84,7 @@ func TestRunReportsATestThatDoesNotLoadAsBroken(t *testing.T) {
 	res, err := r.Run(context.Background(), Test{Name: "broken", Dir: dir, File: file}, Bindings{}, out)
 	require.NoError(t, err)
 	assert.Equal(t, Broken, res.Outcome)
-	assert.True(t, strings.HasPrefix(res.Message, file+":8: Chainsaw cannot load the test: failed to load test"), res.Message)
+	assert.True(t, strings.HasPrefix(res.Message, file+":8: Chainsaw cannot load the test: failed to parse document"), res.Message)
 	assert.NoFileExists(t, filepath.Join(out, ReportFile))
 }
 
