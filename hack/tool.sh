@@ -20,6 +20,12 @@ if [[ -z "$pkg" ]]; then
   echo "hack/tool.sh: $DIR/go.mod names no tool (add one: cd $DIR && GOWORK=off go get -tool <package>@<version>)" >&2
   exit 2
 fi
+# A tool that does not build with the workspace's Go names the toolchain it needs in its go.mod
+# (`toolchain goX.Y.Z`); the go command fetches it from the module proxy once.
+toolchain=$(awk '$1 == "toolchain" { print $2; exit }' "$DIR/go.mod")
+if [[ -n "$toolchain" ]]; then
+  export GOTOOLCHAIN="$toolchain"
+fi
 version=$(cd "$DIR" && GOWORK=off go list -f '{{.Module.Version}}' "$pkg")
 OUT="$CACHE_DIR/tools/$name-$version/$name"
 
@@ -27,7 +33,7 @@ if [[ -x "$OUT" ]]; then
   printf '• %-26s %s\n' "$name" "cached ($OUT)" >&2
 else
   t0=$SECONDS
-  printf '• %-26s %s\n' "$name" "building $pkg@$version (minutes cold on 2 cores)…" >&2
+  printf '• %-26s %s\n' "$name" "building $pkg@$version${toolchain:+ with $toolchain} (minutes cold on 2 cores)…" >&2
   mkdir -p "$(dirname "$OUT")"
   # No version ldflags: the tools read their version from the build info.
   (cd "$DIR" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT.tmp" "$pkg")

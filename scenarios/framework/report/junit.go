@@ -10,7 +10,8 @@ import (
 // The JUnit XML dialect written here is the common denominator that Jenkins,
 // GitLab, GitHub test-reporter actions and Buildkite read: a <testsuites> root
 // with one <testsuite>, one <testcase> per scenario, <failure> and <skipped>
-// children, time attributes in seconds.
+// children, time attributes in seconds. A broken test (Scenario.Broken: it could not run) is an
+// <error>, as JUnit tells a test that errored from one whose assertion failed.
 
 type junitTestSuites struct {
 	XMLName  xml.Name         `xml:"testsuites"`
@@ -45,6 +46,7 @@ type junitTestCase struct {
 	Classname string        `xml:"classname,attr"`
 	Time      string        `xml:"time,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Error     *junitFailure `xml:"error,omitempty"`
 	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
 }
@@ -88,6 +90,7 @@ func WriteJUnit(w io.Writer, s Summary) error {
 		// JUnit's schema wants ISO 8601 without a zone; UTC keeps it unambiguous.
 		suite.Timestamp = s.StartedAt.UTC().Format("2006-01-02T15:04:05")
 	}
+	errors := 0
 	for _, sc := range s.Scenarios {
 		tc := junitTestCase{
 			Name:      testCaseName(sc),
@@ -100,6 +103,11 @@ func WriteJUnit(w io.Writer, s Summary) error {
 			if msg == "" {
 				msg = "scenario " + sc.ID + " failed"
 			}
+			if sc.Broken() {
+				errors++
+				tc.Error = &junitFailure{Message: msg, Type: "BrokenTest", Text: detailLines(sc.Details)}
+				break
+			}
 			tc.Failure = &junitFailure{Message: msg, Type: "ScenarioFailed", Text: detailLines(sc.Details)}
 		case Skipped:
 			tc.Skipped = &junitSkipped{Message: sc.Message()}
@@ -108,10 +116,12 @@ func WriteJUnit(w io.Writer, s Summary) error {
 		}
 		suite.Cases = append(suite.Cases, tc)
 	}
+	suite.Failures, suite.Errors = c.Failed-errors, errors
 	doc := junitTestSuites{
 		Name:     "gauntlet e2e " + s.Suite,
 		Tests:    suite.Tests,
 		Failures: suite.Failures,
+		Errors:   suite.Errors,
 		Skipped:  suite.Skipped,
 		Time:     suite.Time,
 		Suites:   []junitTestSuite{suite},

@@ -90,6 +90,17 @@ type Scenario struct {
 	Details map[string]any `json:"details"`
 }
 
+// BrokenKey is the Details key set to true on a failed scenario whose test could not run at
+// all: a test of another runner (a target's Chainsaw test) that does not load. It is not a
+// failed check: junit.xml reports it as an error, the tables and the conformance grid as broken.
+const BrokenKey = "broken"
+
+// Broken reports whether the scenario failed because its test could not run (BrokenKey).
+func (s Scenario) Broken() bool {
+	b, _ := s.Details[BrokenKey].(bool)
+	return s.Result == Failed && b
+}
+
 // Message returns the scenario's MessageKey detail, or "" when it has none or
 // it is not a string.
 func (s Scenario) Message() string {

@@ -246,3 +246,41 @@ func keysOf[V any](m map[string]V) []string {
 	}
 	return ks
 }
+
+func TestJUnitReportsABrokenTestAsAnErrorNotAFailure(t *testing.T) {
+	s := Summary{Suite: "conformance", Scenarios: []Scenario{
+		{ID: "gatekeeper/require-owner", Result: Failed, Details: map[string]any{MessageKey: "expected Chainsaw test require-owner to pass; …"}},
+		{ID: "gatekeeper/typo", Result: Failed, Details: map[string]any{MessageKey: "broken test: chainsaw-test.yaml:8: …", BrokenKey: true}},
+	}}
+	var b bytes.Buffer
+	require.NoError(t, WriteJUnit(&b, s))
+	var doc struct {
+		Suites []struct {
+			Failures int `xml:"failures,attr"`
+			Errors   int `xml:"errors,attr"`
+			Cases    []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Type string `xml:"type,attr"`
+				} `xml:"failure"`
+				Error *struct {
+					Message string `xml:"message,attr"`
+					Type    string `xml:"type,attr"`
+				} `xml:"error"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal(b.Bytes(), &doc))
+	require.Len(t, doc.Suites, 1)
+	got := doc.Suites[0]
+	assert.Equal(t, []int{1, 1}, []int{got.Failures, got.Errors})
+	require.Len(t, got.Cases, 2)
+	assert.NotNil(t, got.Cases[0].Failure)
+	assert.Nil(t, got.Cases[0].Error)
+	require.NotNil(t, got.Cases[1].Error)
+	assert.Nil(t, got.Cases[1].Failure)
+	assert.Equal(t, "BrokenTest", got.Cases[1].Error.Type)
+	assert.Equal(t, "broken test: chainsaw-test.yaml:8: …", got.Cases[1].Error.Message)
+	assert.True(t, s.Scenarios[1].Broken())
+	assert.False(t, s.Scenarios[0].Broken())
+}

@@ -245,6 +245,9 @@ func mdOutcome(sc *Scenario) string {
 	case Passed:
 		return "✅ passed " + t
 	case Failed:
+		if sc.Broken() {
+			return "❌ **broken test** " + t
+		}
 		return "❌ **failed** " + t
 	default:
 		return "⏭️ skipped"
@@ -366,6 +369,9 @@ func textOutcome(sc *Scenario) string {
 	case Passed:
 		return "passed " + t
 	case Failed:
+		if sc.Broken() {
+			return "BROKEN TEST " + t
+		}
 		return "FAILED " + t
 	default:
 		return "skipped"

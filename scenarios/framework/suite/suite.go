@@ -100,7 +100,11 @@ type Suite struct {
 	rendered   *rendered // the target's chart, rendered before the cluster is made
 	// noDelayProxy says why the cluster runs no DelayProxyImage ("": it does).
 	noDelayProxy string
-	setupErr     error
+	// chainsaw is the Chainsaw binary that runs the target's Chainsaw tests; chainsawErr why
+	// there is none (its build failed).
+	chainsaw    string
+	chainsawErr error
+	setupErr    error
 	// creation is the cluster's creation while it runs (nil before and after): an interrupt
 	// stops it and waits for it to end (deleteClusterOnInterrupt).
 	creation *creation
@@ -143,6 +147,12 @@ func (s *Suite) Run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "suite %s: %v\n", s.spec.Name, err)
 			return 2
 		}
+		chainsawFeatures, err := s.chainsawFeatures()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "suite %s: target %s: %v\n", s.spec.Name, s.target.Name, err)
+			return 2
+		}
+		s.spec.Features = slices.Concat(s.spec.Features, chainsawFeatures)
 	}
 	if err := s.opts.complete(s.spec.Name); err != nil {
 		fmt.Fprintf(os.Stderr, "suite %s: %v\n", s.spec.Name, err)

@@ -190,6 +190,9 @@ func (s *Suite) clusterRequest(ctx context.Context) (cluster.Request, error) {
 		s.noDelayProxy = why
 		return err
 	})
+	if err == nil {
+		s.buildChainsaw(ctx)
+	}
 	return req, err
 }
 

@@ -68,7 +68,7 @@ func Across(grids []Grid, reportOf func(i int) string) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\n✅ pass · ⚠️ known divergence reproduced · ❌ unexpected · ❗ known divergence no longer reproduces · ➖ not applicable · `·` not run\n\n")
+	b.WriteString("\n✅ pass · ⚠️ known divergence reproduced · ❌ unexpected · ❗ known divergence no longer reproduces · 🔧 broken test (it could not run) · ➖ not applicable · `·` not run\n\n")
 	for i, g := range grids {
 		name := g.Target
 		if len(clusters) > 1 {

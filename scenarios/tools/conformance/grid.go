@@ -21,6 +21,7 @@ const (
 	Reproduced    Verdict = "⚠️" // a known divergence, seen again
 	Unexpected    Verdict = "❌"
 	NoLonger      Verdict = "❗" // a known divergence that did not reproduce: the description is out of date
+	Broken        Verdict = "🔧" // a test that could not run (a Chainsaw test that does not load): fix the test
 	NotApplicable Verdict = "➖"
 	NotRun        Verdict = "·" // left out by LABELS
 )
@@ -90,6 +91,9 @@ func judge(t *target.Target, id, mode string, summaries map[string]*report.Summa
 		return Cell{NotRun, "not selected (LABELS)"}
 	}
 	sc := s.Scenarios[i]
+	if sc.Broken() {
+		return Cell{Broken, sc.Message()}
+	}
 	d := divergence(t, id, mode)
 	switch {
 	case sc.Result == report.Passed && d == nil:
@@ -115,19 +119,19 @@ func divergence(t *target.Target, id, mode string) *target.Divergence {
 	return nil
 }
 
-// Failed says whether any cell is an unexpected result: a failure not declared, or a declared
-// divergence that no longer reproduces.
+// Failed says whether any cell is an unexpected result: a failure not declared, a declared
+// divergence that no longer reproduces, or a broken test.
 func (g Grid) Failed() bool { return len(g.Changed()) > 0 }
 
-// Changed lists the unexpected cells — a failure the description does not declare, or a
-// declared divergence that no longer reproduces — one line each: where (target, check, mode,
+// Changed lists the unexpected cells — a failure the description does not declare, a declared
+// divergence that no longer reproduces, or a broken test — one line each: where (target, check, mode,
 // and the cluster's provider and version when known), the verdict and why.
 func (g Grid) Changed() []string {
 	var out []string
 	for _, id := range g.Checks {
 		for _, m := range g.Modes {
 			c := g.Cells[id][m]
-			if c.Verdict != Unexpected && c.Verdict != NoLonger {
+			if c.Verdict != Unexpected && c.Verdict != NoLonger && c.Verdict != Broken {
 				continue
 			}
 			where := g.Target + " " + id + " " + m
@@ -156,7 +160,7 @@ func (g Grid) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\n✅ pass · ⚠️ known divergence reproduced · ❌ unexpected · ❗ known divergence no longer reproduces · ➖ not applicable · `·` not run\n")
+	b.WriteString("\n✅ pass · ⚠️ known divergence reproduced · ❌ unexpected · ❗ known divergence no longer reproduces · 🔧 broken test (it could not run) · ➖ not applicable · `·` not run\n")
 	for _, m := range g.Modes {
 		if why, ok := g.modeNotApplicable(m); ok {
 			notes = append(notes, fmt.Sprintf("- **%s** ➖ %s", m, why))

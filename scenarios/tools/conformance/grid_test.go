@@ -97,7 +97,7 @@ func TestAcrossPutsTargetsSideBySideAndNamesModesThatDoNotApply(t *testing.T) {
 | W2 check W2 | · | ✅ | ⚠️ |
 | W10 check W10 | ❌ | · | · |
 
-✅ pass · ⚠️ known divergence reproduced · ❌ unexpected · ❗ known divergence no longer reproduces · ➖ not applicable · `+"`·`"+` not run
+✅ pass · ⚠️ known divergence reproduced · ❌ unexpected · ❗ known divergence no longer reproduces · 🔧 broken test (it could not run) · ➖ not applicable · `+"`·`"+` not run
 
 - **one, certManager** ➖ no cert-manager values
 - **one, external** ➖ no caBundle value
@@ -156,4 +156,21 @@ func TestReadGridsReadsEveryTargetOfARun(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(part, "demo", report.SummaryFile), []byte(`{"Suite":"conformance"}`), 0o600))
 	_, _, _, err = ReadGrids(part)
 	assert.ErrorContains(t, err, "not a target's grid")
+}
+
+func TestGridHasARowPerChainsawTestAndSetsBrokenTestsApart(t *testing.T) {
+	tg := &target.Target{Name: "gatekeeper",
+		CertModes: target.CertModes{SelfManaged: &target.CertMode{}, NotApplicable: map[string]string{target.CertManager: "none", target.External: "none"}}}
+	s := summary(map[string]report.Outcome{"W1": report.Passed, "W10": report.Passed, "gatekeeper/require-owner": report.Failed, "gatekeeper/assign-owner": report.Passed})
+	s.Scenarios = append(s.Scenarios, report.Scenario{ID: "gatekeeper/typo", Title: "Chainsaw test typo", Result: report.Failed,
+		Details: map[string]any{report.MessageKey: "broken test: chainsaw/typo/chainsaw-test.yaml:8: Chainsaw cannot load the test: …", report.BrokenKey: true}})
+	g := NewGrid(tg, map[string]*report.Summary{target.SelfManaged: s}, nil)
+	assert.Equal(t, []string{"W1", "W10", "gatekeeper/assign-owner", "gatekeeper/require-owner", "gatekeeper/typo"}, g.Checks, "the W checks first, then the target's tests")
+	assert.Equal(t, Pass, g.Cells["gatekeeper/assign-owner"][target.SelfManaged].Verdict)
+	assert.Equal(t, Unexpected, g.Cells["gatekeeper/require-owner"][target.SelfManaged].Verdict)
+	assert.Equal(t, Broken, g.Cells["gatekeeper/typo"][target.SelfManaged].Verdict)
+	assert.Equal(t, []string{
+		"gatekeeper gatekeeper/require-owner selfManaged: ❌ gatekeeper/require-owner failed: expected a, saw b",
+		"gatekeeper gatekeeper/typo selfManaged: 🔧 broken test: chainsaw/typo/chainsaw-test.yaml:8: Chainsaw cannot load the test: …",
+	}, g.Changed())
 }
