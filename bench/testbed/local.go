@@ -181,28 +181,9 @@ func startLocal(ctx context.Context, opts LocalOptions, sides []localSide) (_ []
 	}
 	images[FloorImage] = procnode.Image{Binary: floor}
 
-	p := local.NewProvider()
-	p.WithName(name)
-	p.WithOpts(local.WithProgress(progressOrDiscard(opts.Progress)), local.WithImages(images))
-	first.onClose(func(ctx context.Context) error {
-		if opts.Keep {
-			logf("keeping local cluster %q (delete it with `make cluster-down CLUSTER=%s`)", name, name)
-			return nil
-		}
-		cfg, cfgErr := p.Config()
-		if err := p.Destroy(ctx); err != nil {
-			return fmt.Errorf("deleting local cluster %q: %w", name, err)
-		}
-		if cfgErr == nil {
-			if left := local.Leftovers(cfg); len(left) > 0 {
-				return fmt.Errorf("deleting local cluster %q left behind:\n  %s", name, strings.Join(left, "\n  "))
-			}
-		}
-		return nil
-	})
-	kubeconfig, err := p.Create(ctx)
+	kubeconfig, err := startLocalCluster(ctx, first, name, images, opts, logf)
 	if err != nil {
-		return nil, fmt.Errorf("creating local cluster %q: %w", name, err)
+		return nil, err
 	}
 	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -362,4 +343,34 @@ func joinClose(ctx context.Context, t *Testbed, err error) error {
 		return fmt.Errorf("%w (and tearing down: %v)", err, cerr)
 	}
 	return err
+}
+
+// startLocalCluster creates local cluster name running images and returns its kubeconfig; tb's
+// close deletes it (or keeps it, opts.Keep, saying how to delete it) and fails when anything of
+// it is left behind.
+func startLocalCluster(ctx context.Context, tb *Testbed, name string, images map[string]procnode.Image, opts LocalOptions, logf func(string, ...any)) (string, error) {
+	p := local.NewProvider()
+	p.WithName(name)
+	p.WithOpts(local.WithProgress(progressOrDiscard(opts.Progress)), local.WithImages(images))
+	tb.onClose(func(ctx context.Context) error {
+		if opts.Keep {
+			logf("keeping local cluster %q (delete it with `make cluster-down CLUSTER=%s`)", name, name)
+			return nil
+		}
+		cfg, cfgErr := p.Config()
+		if err := p.Destroy(ctx); err != nil {
+			return fmt.Errorf("deleting local cluster %q: %w", name, err)
+		}
+		if cfgErr == nil {
+			if left := local.Leftovers(cfg); len(left) > 0 {
+				return fmt.Errorf("deleting local cluster %q left behind:\n  %s", name, strings.Join(left, "\n  "))
+			}
+		}
+		return nil
+	})
+	kubeconfig, err := p.Create(ctx)
+	if err != nil {
+		return "", fmt.Errorf("creating local cluster %q: %w", name, err)
+	}
+	return kubeconfig, nil
 }

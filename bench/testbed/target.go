@@ -122,28 +122,9 @@ func StartTargetAB(ctx context.Context, opts LocalOptions, a, b TargetSide) (_ *
 // startTargetSide creates cluster name for one side and installs everything into it.
 func startTargetSide(ctx context.Context, tb *Testbed, name string, images map[string]procnode.Image, prepared *suite.PreparedTarget,
 	side TargetSide, opts LocalOptions, logf func(string, ...any)) error {
-	p := local.NewProvider()
-	p.WithName(name)
-	p.WithOpts(local.WithProgress(progressOrDiscard(opts.Progress)), local.WithImages(images))
-	tb.onClose(func(ctx context.Context) error {
-		if opts.Keep {
-			logf("keeping local cluster %q (delete it with `make cluster-down CLUSTER=%s`)", name, name)
-			return nil
-		}
-		cfg, cfgErr := p.Config()
-		if err := p.Destroy(ctx); err != nil {
-			return fmt.Errorf("deleting local cluster %q: %w", name, err)
-		}
-		if cfgErr == nil {
-			if left := local.Leftovers(cfg); len(left) > 0 {
-				return fmt.Errorf("deleting local cluster %q left behind:\n  %s", name, strings.Join(left, "\n  "))
-			}
-		}
-		return nil
-	})
-	kubeconfig, err := p.Create(ctx)
+	kubeconfig, err := startLocalCluster(ctx, tb, name, images, opts, logf)
 	if err != nil {
-		return fmt.Errorf("creating local cluster %q: %w", name, err)
+		return err
 	}
 	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {

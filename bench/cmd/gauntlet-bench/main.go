@@ -460,14 +460,25 @@ func abCommand(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "• testbed ready (%.1fs)\n", time.Since(started).Seconds())
 	cfg.ChartValues = setBoth
-	a, b, measureErr := benchmark.RunAB(ctx, pair, cfg, *run, benchmark.ABRevisions{A: base.Revision, B: revB})
+	return measureAB(ctx, pair, cfg, *run, benchmark.ABRevisions{A: base.Revision, B: revB}, abValues{both: setBoth, a: setA, b: setB}, cmpFlags, dir, started)
+}
+
+// abValues are the --set values of an A/B run: for both sides, and for each side alone.
+type abValues struct{ both, a, b []string }
+
+// measureAB measures both sides of pair (benchmark.RunAB), closes the pair, judges B against A
+// with cmp, writes the results and report into dir and prints the verdict; errRegressed when B
+// regressed.
+func measureAB(ctx context.Context, pair *testbed.Pair, cfg benchmark.Config, run string, revs benchmark.ABRevisions, values abValues,
+	cmp *comparison, dir string, started time.Time) error {
+	a, b, measureErr := benchmark.RunAB(ctx, pair, cfg, run, revs)
 	closeErr := pair.Close(context.WithoutCancel(ctx))
 	if err := errors.Join(measureErr, closeErr); err != nil {
 		return err
 	}
-	a.Settings["chartValues"] = strings.Join(append(slices.Clone(setBoth), setA...), ",")
-	b.Settings["chartValues"] = strings.Join(append(slices.Clone(setBoth), setB...), ",")
-	c, err := cmpFlags.compareAB(a, b, cfg.SaturationP50)
+	a.Settings["chartValues"] = strings.Join(append(slices.Clone(values.both), values.a...), ",")
+	b.Settings["chartValues"] = strings.Join(append(slices.Clone(values.both), values.b...), ",")
+	c, err := cmp.compareAB(a, b, cfg.SaturationP50)
 	if err != nil {
 		return err
 	}
@@ -475,7 +486,7 @@ func abCommand(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "✓ A/B run %s done in %s:\n", *run, time.Since(started).Round(time.Second))
+	fmt.Fprintf(os.Stderr, "✓ A/B run %s done in %s:\n", run, time.Since(started).Round(time.Second))
 	for _, f := range files {
 		fmt.Fprintln(os.Stderr, "  "+f)
 	}

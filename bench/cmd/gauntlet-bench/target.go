@@ -7,12 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/bench/benchmark"
-	"github.com/gauntlet-dev/gauntlet/bench/report"
 	"github.com/gauntlet-dev/gauntlet/bench/result"
 	"github.com/gauntlet-dev/gauntlet/bench/testbed"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
@@ -102,32 +99,8 @@ func abTarget(ctx context.Context, r abTargetRun) error {
 	}
 	fmt.Fprintf(os.Stderr, "• testbed ready (%.1fs)\n", time.Since(started).Seconds())
 	cfg.ChartValues = r.setBoth
-	resA, resB, measureErr := benchmark.RunAB(ctx, pair, cfg, r.run, benchmark.ABRevisions{A: revision, B: revision, TargetA: sideTarget(a), TargetB: sideTarget(b)})
-	closeErr := pair.Close(context.WithoutCancel(ctx))
-	if err := errors.Join(measureErr, closeErr); err != nil {
-		return err
-	}
-	resA.Settings["chartValues"] = strings.Join(append(slices.Clone(r.setBoth), r.setA...), ",")
-	resB.Settings["chartValues"] = strings.Join(append(slices.Clone(r.setBoth), r.setB...), ",")
-	c, err := r.cmp.compareAB(resA, resB, cfg.SaturationP50)
-	if err != nil {
-		return err
-	}
-	files, err := benchmark.WriteAB(dir, resA, resB, cfg, c)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "✓ A/B run %s done in %s:\n", r.run, time.Since(started).Round(time.Second))
-	for _, f := range files {
-		fmt.Fprintln(os.Stderr, "  "+f)
-	}
-	if err := report.ComparisonText(os.Stdout, c); err != nil {
-		return err
-	}
-	if c.Failed() {
-		return errRegressed
-	}
-	return nil
+	return measureAB(ctx, pair, cfg, r.run, benchmark.ABRevisions{A: revision, B: revision, TargetA: sideTarget(a), TargetB: sideTarget(b)},
+		abValues{both: r.setBoth, a: r.setA, b: r.setB}, r.cmp, dir, started)
 }
 
 // flagSet reports whether the flag called name was given on the command line.
