@@ -35,9 +35,12 @@ else
   t0=$SECONDS
   printf '• %-26s %s\n' "$name" "building $pkg@$version${toolchain:+ with $toolchain} (minutes cold on 2 cores)…" >&2
   mkdir -p "$(dirname "$OUT")"
-  # No version ldflags: the tools read their version from the build info.
-  (cd "$DIR" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT.tmp" "$pkg")
-  mv "$OUT.tmp" "$OUT"
+  # No version ldflags: the tools read their version from the build info. Each build writes a
+  # file of its own and renames it into place, so two at once (two checkouts) cannot mix.
+  tmp="$OUT.tmp.$$"
+  trap 'rm -f "$tmp"' EXIT
+  (cd "$DIR" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp" "$pkg")
+  mv "$tmp" "$OUT"
   printf '• %-26s %s\n' "$name" "✓ built in $((SECONDS - t0))s" >&2
 fi
 echo "$OUT"
