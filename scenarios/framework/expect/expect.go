@@ -93,6 +93,7 @@ func Equal[T any](t testing.TB, what string, want, got T) bool {
 // cond gave. An error from cond stops the test at once.
 func Eventually(ctx context.Context, t testing.TB, what string, timeout time.Duration, cond poll.Condition) {
 	t.Helper()
+	poll.Helper()
 	if err := poll.Until(ctx, what, timeout, cond); err != nil {
 		Fatalf(t, "%v", err)
 	}

@@ -1,8 +1,10 @@
 // Package poll is the harness's one way to wait: it checks a condition until it holds and, when
 // it does not in time, says what was awaited, for how long and what was last seen instead —
 // "waited 1m0s for Deployment dynamo-system/dynamo-operator to be Available; last seen: 0/1
-// replicas available, …". Scenario failure messages quote that sentence. The package depends on
-// nothing else of the workspace, so providers, the process node and the bench can all use it.
+// replicas available, …". Scenario failure messages quote that sentence. Every wait, and every
+// fixed pause written with Sleep, is kept in a ledger (Waits) that a suite's profile adds up.
+// The package depends on nothing else of the workspace, so providers, the process node and the
+// bench can all use it.
 package poll
 
 import (
@@ -39,6 +41,7 @@ const CheckTimeout = 15 * time.Second
 // processes, where a quarter of a second is long next to the wait itself.
 func UntilEvery(ctx context.Context, what string, interval, timeout time.Duration, cond Condition) error {
 	start := time.Now()
+	defer record(Awaited, what, start)
 	seen := "nothing yet"
 	var condErr error
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(context.Context) (bool, error) {
@@ -71,6 +74,7 @@ func UntilEvery(ctx context.Context, what string, interval, timeout time.Duratio
 // from cond ends the check as "checking <what>: <err>".
 func Throughout(ctx context.Context, what string, interval, duration time.Duration, cond Condition) error {
 	start := time.Now()
+	defer record(Watched, what, start)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {

@@ -113,3 +113,16 @@ func TestUntilTheLastCheckIsNotCutShortByTheDeadline(t *testing.T) {
 	require.Error(t, err)
 	require.Regexp(t, `^waited [0-9.]+m?s for a Deployment to be Available; last seen: 0/1 available: pod CrashLoopBackOff \(check 1\)$`, err.Error())
 }
+
+func TestLedgerKeepsTheNewestWaits(t *testing.T) {
+	l := newLedger(3)
+	start := time.Now()
+	for i := range 5 {
+		l.add(Wait{What: fmt.Sprint(i), Start: start})
+	}
+	var kept []string
+	for _, w := range l.since(start) {
+		kept = append(kept, w.What)
+	}
+	require.Equal(t, []string{"2", "3", "4"}, kept)
+}
