@@ -25,6 +25,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
@@ -234,7 +235,7 @@ func certManagerRenewal() types.Feature {
 		Assess(fmt.Sprintf("a renewal under %d dry-run creates per second fails none of them", renewalLoadRate), suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			load := startAdmissionLoad(ctx, c, ns, renewalLoadRate)
 			defer load.ExpectNoFailures(ctx, t, "through the renewal")
-			time.Sleep(renewalLoadBefore)
+			_ = poll.Sleep(ctx, "the admission load to be answered before the renewal", renewalLoadBefore) // only an ended ctx cuts it short, and the next call fails on that
 			if sent, _ := load.Counts(); sent == 0 {
 				expect.Fatalf(t, "admission load: expected answers within %s, saw none (%s)", renewalLoadBefore, load)
 			}
@@ -260,7 +261,7 @@ func certManagerRenewal() types.Feature {
 			if !renewed.CA.Equal(before.CA) {
 				expect.Errorf(t, "renewal: expected the same CA (the chart's chain renews only the leaf), saw CA %s instead of %s", pki.Describe(renewed.CA), pki.Describe(before.CA))
 			}
-			time.Sleep(renewalLoadAfter)
+			_ = poll.Sleep(ctx, "the admission load to run on past the renewed certificate being served", renewalLoadAfter) // only an ended ctx cuts it short, and the next call fails on that
 			return ctx
 		})).
 		Assess("the Certificate is Ready at the next revision and no operator pod restarted", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {

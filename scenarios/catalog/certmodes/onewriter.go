@@ -30,6 +30,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -91,7 +92,7 @@ func oneWriter() types.Feature {
 				}
 				// The last write reached the Secret already; its watch event (and the caBundle
 				// writes after it) arrive a moment later.
-				time.Sleep(reliabilityLoadMargin)
+				_ = poll.Sleep(ctx, "the watch events of the last writes to arrive before the watches stop", reliabilityLoadMargin) // only an ended ctx cuts it short, and the next call fails on that
 				log.stop()
 				log.judge(ctx, t, r)
 				return ctx

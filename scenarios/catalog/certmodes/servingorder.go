@@ -165,7 +165,9 @@ func observeStartup(ctx context.Context, t *testing.T, c *suite.Cluster, r *char
 		if len(obs.violations) > 3 {
 			break
 		}
-		time.Sleep(observeEvery)
+		if poll.Sleep(ctx, "a pause between probes of the new pod's readiness and served certificate", observeEvery) != nil {
+			break // probes with an ended ctx would only fail until the deadline
+		}
 	}
 	return obs
 }

@@ -354,7 +354,7 @@ func expectSlowSymptom(ctx context.Context, t *testing.T, c *suite.Cluster, it *
 			break
 		}
 		t.Logf("%s: round %d of probes, not yet the symptom: %s", fault, round, shortfall(ws, short, seen, func(w probed) string { return expectedFailedCall(w, slowCall) }))
-		time.Sleep(time.Second)
+		_ = poll.Sleep(ctx, "a second between rounds of probes, until every webhook shows the symptom", time.Second) // the loop ends on an ended ctx
 	}
 	for _, w := range ws {
 		t.Logf("%s: webhook %s (failurePolicy %s), %s: %s", fault, w.Name, w.FailurePolicy, w.judging(), seen[w.Name])

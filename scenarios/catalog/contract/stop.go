@@ -26,6 +26,7 @@ import (
 	e2etypes "sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/poll"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/target"
@@ -165,7 +166,7 @@ func (s *stopping) warm(ctx context.Context) (int, bool) {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return waiting, false
 		}
-		time.Sleep(stopPause)
+		_ = poll.Sleep(ctx, "a pause between checks that every stream has had a review answered", stopPause) // the loop ends on an ended ctx
 	}
 }
 
