@@ -33,6 +33,8 @@ type recordedFeature struct {
 	skipped     int
 	assessments int
 	collected   bool
+	// endPhase ends the scenario's phase of the suite's profile.
+	endPhase func()
 }
 
 func (f *recordedFeature) id() string { return scenarioID(f.inner) }
@@ -80,7 +82,7 @@ func (f *recordedFeature) start(ctx context.Context, t *testing.T, _ *envconf.Co
 		t.Fatal(err)
 	}
 	f.mu.Lock()
-	f.t, f.started = t, time.Now()
+	f.t, f.started, f.endPhase = t, time.Now(), s.progress.begin(f.Name())
 	f.mu.Unlock()
 	s.cluster.ledger.begin(f.id())
 	running.Store(t.Name(), f.id())
@@ -159,6 +161,7 @@ func (f *recordedFeature) finish() {
 	f.mu.Lock()
 	t, started, failedSteps := f.t, f.started, f.failedSteps
 	allSkipped := f.assessments > 0 && f.skipped == f.assessments
+	f.endPhase()
 	f.mu.Unlock()
 	running.Delete(t.Name())
 

@@ -11,11 +11,16 @@ import (
 )
 
 // progress prints what a suite is doing for a person watching: every line starts with the time
-// since the suite started, long steps end with ✓ or ✗ and how long they took.
+// since the suite started, long steps end with ✓ or ✗ and how long they took. It also keeps the
+// suite's phases (its steps and scenarios) for the suite's profile.
 type progress struct {
 	w     io.Writer
 	start time.Time
 	mu    sync.Mutex
+
+	phasesMu sync.Mutex
+	phases   []phase
+	running  int // phases begun and not yet ended
 }
 
 func newProgress(w io.Writer) *progress { return &progress{w: w, start: time.Now()} }
@@ -29,9 +34,33 @@ func (p *progress) printf(format string, args ...any) {
 	}
 }
 
-// step runs fn as one named step and reports its outcome.
+// step runs fn as one named step, reports its outcome and keeps it as a phase.
 func (p *progress) step(title string, fn func() error) error {
-	return steps.NewLog(p.writer()).Step(title, fn)
+	return p.phase(title, func() error { return steps.NewLog(p.writer()).Step(title, fn) })
+}
+
+// phase runs fn as a phase without printing it: for a span whose parts print themselves (the
+// cluster's creation, which the provider reports step by step).
+func (p *progress) phase(title string, fn func() error) error {
+	end := p.begin(title)
+	defer end()
+	return fn()
+}
+
+// begin keeps a phase that starts now; the returned func ends it. A phase begun while another
+// runs is nested in it: its time is part of the other's.
+func (p *progress) begin(title string) (end func()) {
+	p.phasesMu.Lock()
+	defer p.phasesMu.Unlock()
+	i := len(p.phases)
+	p.phases = append(p.phases, phase{title: title, start: time.Now(), nested: p.running > 0})
+	p.running++
+	return func() {
+		p.phasesMu.Lock()
+		defer p.phasesMu.Unlock()
+		p.phases[i].took = time.Since(p.phases[i].start)
+		p.running--
+	}
 }
 
 // writer is an io.Writer that prefixes the lines written to it (the provider's own step

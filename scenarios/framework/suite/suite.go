@@ -2,8 +2,8 @@
 // (--provider / GAUNTLET_PROVIDER, default local), creates or reuses the cluster
 // (KEEP_CLUSTER=1), installs the suite's operator release, runs the features, records each
 // scenario (its ID is the feature's `scenario` label) in _output/e2e/<suite>/summary.json and
-// junit.xml, collects artifacts of failures under _output/e2e/<suite>/artifacts/, and prints
-// progress with elapsed times.
+// junit.xml, collects artifacts of failures under _output/e2e/<suite>/artifacts/, prints
+// progress with elapsed times, and ends by writing where its time went (ProfileFile).
 //
 // Scenario packages stay provider-agnostic: a step gets the cluster under test with
 // ClusterFrom and the suite's release with ReleaseFrom, both from the context.
@@ -222,6 +222,13 @@ func (s *Suite) Run(m *testing.M) int {
 		s.progress.printf("✗ %v", err)
 		code = 1
 	}
+	// Last, so that the deletion of the cluster is in it too.
+	if path, err := s.writeProfile(); err != nil {
+		s.progress.printf("✗ writing the profile: %v", err)
+		code = 1
+	} else {
+		s.progress.printf("where the suite's time went: %s", path)
+	}
 	if code == 0 && s.recorder.Summary().Counts().Failed > 0 {
 		code = 1
 	}
@@ -320,7 +327,15 @@ func (s *Suite) setupCluster(ctx context.Context, cfg *envconf.Config) (context.
 	s.mu.Lock()
 	s.creation = cr
 	s.mu.Unlock()
-	c, reused, err := startCluster(createCtx, s.opts, req, s.progress)
+	var (
+		c      *Cluster
+		reused bool
+	)
+	// The provider prints the creation's steps itself; the profile counts the whole of it.
+	err = s.progress.phase(fmt.Sprintf("Bringing up %s cluster %s", s.opts.provider, s.opts.clusterName), func() (err error) {
+		c, reused, err = startCluster(createCtx, s.opts, req, s.progress)
+		return err
+	})
 	s.mu.Lock()
 	s.cluster, s.reused, s.creation = c, reused, nil
 	s.mu.Unlock()
@@ -374,8 +389,10 @@ func (s *Suite) setupRelease(ctx context.Context, _ *envconf.Config) (context.Co
 	}
 	// An operator that is Available but whose webhooks do not answer (say, a caBundle never
 	// injected) is exactly what the scenarios are there to explain, each in its own words; so
-	// this wait only warns.
-	if err := release.WaitAdmission(ctx, c.Dynamic(), &r, admissionWarnAfter); err != nil {
+	// this wait only warns; it is a phase that prints its own outcome, not a step that fails.
+	if err := s.progress.phase("Waiting for the webhooks to answer through the API server", func() error {
+		return release.WaitAdmission(ctx, c.Dynamic(), &r, admissionWarnAfter)
+	}); err != nil {
 		s.progress.printf("⚠ the operator is Available but its webhooks do not answer; the scenarios will show why: %v", err)
 	} else {
 		s.progress.printf("✓ the webhooks of %s answer through the API server", &r)
