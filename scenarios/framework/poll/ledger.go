@@ -31,7 +31,8 @@ type Wait struct {
 	// functions marked with Helper.
 	Site string
 	// What is what was awaited or watched, or why a Sleep paused.
-	What  string
+	What string
+	// Start is when the wait began, Took how long it lasted.
 	Start time.Time
 	Took  time.Duration
 }
