@@ -34,9 +34,9 @@ func (p *progress) printf(format string, args ...any) {
 	}
 }
 
-// step runs fn as one named step, reports its outcome and keeps it as a phase.
+// step runs fn as one named step and reports its outcome; the writer keeps it as a phase.
 func (p *progress) step(title string, fn func() error) error {
-	return p.phase(title, func() error { return steps.NewLog(p.writer()).Step(title, fn) })
+	return steps.NewLog(p.writer()).Step(title, fn)
 }
 
 // phase runs fn as a phase without printing it: for a span whose parts print themselves (the
@@ -64,10 +64,15 @@ func (p *progress) begin(title string) (end func()) {
 }
 
 // writer is an io.Writer that prefixes the lines written to it (the provider's own step
-// lines) like printf does.
+// lines) like printf does, and keeps each step printed through it as a phase: the suite's own
+// steps and those a provider runs while it brings up or deletes a cluster.
 func (p *progress) writer() io.Writer { return progressWriter{p} }
 
 type progressWriter struct{ p *progress }
+
+var _ steps.Observer = progressWriter{}
+
+func (w progressWriter) BeginStep(title string) (end func()) { return w.p.begin(title) }
 
 func (w progressWriter) Write(b []byte) (int, error) {
 	w.p.printf("%s", strings.TrimRight(string(b), "\n"))

@@ -15,6 +15,14 @@ import (
 	"time"
 )
 
+// Observer is a writer that also keeps each step's span: a suite's progress, whose profile
+// lists the steps a provider runs (preparing binaries, starting the control plane) among the
+// suite's own. A Printer writing to one tells it when a step begins; the func it returns ends it.
+type Observer interface {
+	io.Writer
+	BeginStep(title string) (end func())
+}
+
 // Printer prints steps to one writer.
 type Printer struct {
 	w   io.Writer
@@ -43,9 +51,13 @@ func New(w io.Writer) *Printer {
 // writer that stamps lines (a suite's progress) sees whole lines.
 func NewLog(w io.Writer) *Printer { return &Printer{w: w, log: true} }
 
-// Step runs fn as one named step and reports its outcome and duration. Output is best effort: a
-// failed write to the terminal does not change the step's outcome.
+// Step runs fn as one named step and reports its outcome and duration (and its span to a writer
+// that is an Observer). Output is best effort: a failed write to the terminal does not change
+// the step's outcome.
 func (p *Printer) Step(title string, fn func() error) error {
+	if o, ok := p.w.(Observer); ok {
+		defer o.BeginStep(title)()
+	}
 	t0 := time.Now()
 	p.begin(title)
 	err := fn()
