@@ -245,11 +245,18 @@ func writeFloorRatios(b *bytes.Buffer, r result.Result, ladder, floor, title str
 	if title == "" {
 		title = "Operator overhead against the floor"
 	}
+	// Whose webhooks ladder attacks: gauntlet's operator's, or a target's ("gatekeeper").
+	whose, webhooks := "operator", "the operator's webhooks"
+	if r.Target != "" {
+		whose, _, _ = strings.Cut(r.Target, " ")
+		webhooks = whose + "'s webhooks"
+	}
 	fmt.Fprintf(b, "## %s\n\n", title)
-	fmt.Fprintf(b, "The overhead of %s (the operator's webhooks) as a multiple of the overhead of %s: the same dry-run create through "+
+	fmt.Fprintf(b, "The overhead of %s (%s) as a multiple of the overhead of %s: the same dry-run create through "+
 		"a webhook that answers allowed without decoding the object, behind the same Service path. 1.0× is the floor.\n\n",
-		scenarioreport.MarkdownCell(ladder), scenarioreport.MarkdownCell(floor))
-	b.WriteString("| Rate (req/s) | operator +p50 | floor +p50 | p50 ratio | operator +p99 | floor +p99 | p99 ratio |\n|--:|--:|--:|--:|--:|--:|--:|\n")
+		scenarioreport.MarkdownCell(ladder), scenarioreport.MarkdownCell(webhooks), scenarioreport.MarkdownCell(floor))
+	fmt.Fprintf(b, "| Rate (req/s) | %[1]s +p50 | floor +p50 | p50 ratio | %[1]s +p99 | floor +p99 | p99 ratio |\n|--:|--:|--:|--:|--:|--:|--:|\n",
+		scenarioreport.MarkdownCell(whose))
 	for _, fr := range ratios {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", formatNumber(fr.Rate),
 			formatSignedMs(fr.Overhead.P50Ms), formatSignedMs(fr.Floor.P50Ms), formatTimes(fr.P50),

@@ -450,8 +450,14 @@ func TestABReportOfATargetNamesBothVersionsAndItsTwoClusters(t *testing.T) {
 	}
 	c := result.CompareAB(a, b, result.DefaultABTolerances(), 1000)
 	var buf bytes.Buffer
-	require.NoError(t, ABMarkdown(&buf, c, a, b, "", "", [2]string{"a/report.md", "b/report.md"}))
+	// The ladder as its own floor: only the overhead section's names matter here.
+	ladder := "apiserver/dynamographdeployments"
+	require.NoError(t, ABMarkdown(&buf, c, a, b, ladder, ladder, [2]string{"a/report.md", "b/report.md"}))
 	md := buf.String()
+	assert.Contains(t, md, "## Side A's webhooks' overhead against the floor")
+	assert.Contains(t, md, "(gatekeeper's webhooks) as a multiple of the overhead of")
+	assert.Contains(t, md, "| Rate (req/s) | gatekeeper +p50 | floor +p50 |")
+	assert.NotContains(t, md, "operator")
 	assert.Contains(t, md, "Side A: **gatekeeper github.com/open-policy-agent/gatekeeper/v3@v3.17.0** (bench revision `6f60e50a1b2c3d4e5f60718293a4b5c6d7e8f901`)")
 	assert.Contains(t, md, "side B: **gatekeeper github.com/open-policy-agent/gatekeeper/v3@v3.23.1**")
 	assert.Contains(t, md, "- Side A: run 20261129-170000-ab-gatekeeper-a, **gatekeeper github.com/open-policy-agent/gatekeeper/v3@v3.17.0**")
