@@ -235,7 +235,7 @@ func certManagerRenewal() types.Feature {
 		Assess(fmt.Sprintf("a renewal under %d dry-run creates per second fails none of them", renewalLoadRate), suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			load := startAdmissionLoad(ctx, c, ns, renewalLoadRate)
 			defer load.ExpectNoFailures(ctx, t, "through the renewal")
-			_ = poll.Sleep(ctx, "the admission load to be answered before the renewal", renewalLoadBefore) // only an ended ctx cuts it short, and the next call fails on that
+			_ = poll.Sleep(ctx, "the admission load to be answered before the renewal", renewalLoadBefore)
 			if sent, _ := load.Counts(); sent == 0 {
 				expect.Fatalf(t, "admission load: expected answers within %s, saw none (%s)", renewalLoadBefore, load)
 			}
@@ -261,7 +261,7 @@ func certManagerRenewal() types.Feature {
 			if !renewed.CA.Equal(before.CA) {
 				expect.Errorf(t, "renewal: expected the same CA (the chart's chain renews only the leaf), saw CA %s instead of %s", pki.Describe(renewed.CA), pki.Describe(before.CA))
 			}
-			_ = poll.Sleep(ctx, "the admission load to run on past the renewed certificate being served", renewalLoadAfter) // only an ended ctx cuts it short, and the next call fails on that
+			_ = poll.Sleep(ctx, "the admission load to run on past the renewed certificate being served", renewalLoadAfter)
 			return ctx
 		})).
 		Assess("the Certificate is Ready at the next revision and no operator pod restarted", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {

@@ -92,7 +92,7 @@ func oneWriter() types.Feature {
 				}
 				// The last write reached the Secret already; its watch event (and the caBundle
 				// writes after it) arrive a moment later.
-				_ = poll.Sleep(ctx, "the watch events of the last writes to arrive before the watches stop", reliabilityLoadMargin) // only an ended ctx cuts it short, and the next call fails on that
+				_ = poll.Sleep(ctx, "the watch events of the last writes to arrive before the watches stop", reliabilityLoadMargin)
 				log.stop()
 				log.judge(ctx, t, r)
 				return ctx

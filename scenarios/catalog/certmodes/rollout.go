@@ -52,7 +52,7 @@ func restartsUnderLoad() types.Feature {
 			suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 				load := startAdmissionLoad(ctx, c, ns, reliabilityLoadRate)
 				defer load.ExpectNoFailures(ctx, t, fmt.Sprintf("through %d rollout restarts of %d replicas", rolloutRestarts, rolloutReplicas))
-				_ = poll.Sleep(ctx, "the admission load to be answered before the first rollout restart", reliabilityLoadMargin) // only an ended ctx cuts it short, and the next call fails on that
+				_ = poll.Sleep(ctx, "the admission load to be answered before the first rollout restart", reliabilityLoadMargin)
 				if sent, _ := load.Counts(); sent == 0 {
 					expect.Fatalf(t, "admission load: expected answers within %s, saw none (%s)", reliabilityLoadMargin, load)
 				}
@@ -67,7 +67,7 @@ func restartsUnderLoad() types.Feature {
 					took = append(took, round3(time.Since(start).Seconds()))
 					t.Logf("rollout restart %d/%d done in %.1fs; load so far: %s", i+1, rolloutRestarts, time.Since(start).Seconds(), load)
 				}
-				_ = poll.Sleep(ctx, "the admission load to run on past the last rollout restart", reliabilityLoadMargin) // only an ended ctx cuts it short, and the next call fails on that
+				_ = poll.Sleep(ctx, "the admission load to run on past the last rollout restart", reliabilityLoadMargin)
 				suite.Note(ctx, t, "restarts", len(took))
 				suite.Note(ctx, t, "restartSeconds", took)
 				return ctx

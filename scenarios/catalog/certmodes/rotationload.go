@@ -101,7 +101,7 @@ func rotationsUnderLoad() types.Feature {
 			suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 				load := startAdmissionLoad(ctx, c, ns, reliabilityLoadRate)
 				defer load.ExpectNoFailures(ctx, t, fmt.Sprintf("through %d certificate rotations", rotations))
-				_ = poll.Sleep(ctx, "the admission load to be answered before the first rotation", reliabilityLoadMargin) // only an ended ctx cuts it short, and the next call fails on that
+				_ = poll.Sleep(ctx, "the admission load to be answered before the first rotation", reliabilityLoadMargin)
 				if sent, _ := load.Counts(); sent == 0 {
 					expect.Fatalf(t, "admission load: expected answers within %s, saw none (%s)", reliabilityLoadMargin, load)
 				}
@@ -112,7 +112,7 @@ func rotationsUnderLoad() types.Feature {
 				case chart.CertManager:
 					seen = renewRepeatedly(ctx, t, c, r)
 				}
-				_ = poll.Sleep(ctx, "the admission load to run on past the last rotation", reliabilityLoadMargin) // only an ended ctx cuts it short, and the next call fails on that
+				_ = poll.Sleep(ctx, "the admission load to run on past the last rotation", reliabilityLoadMargin)
 				noteRotations(ctx, t, seen)
 				return ctx
 			})).

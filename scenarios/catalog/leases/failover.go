@@ -94,8 +94,7 @@ func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.
 	})
 	before := reinclusions(aLog.entries(), ns)
 	// B renews every renewInterval; stopping it at a random point of that cycle makes the
-	// repetitions sample the whole range the failover time can take. Only an ended ctx cuts the
-	// pause short, and the next call fails on that.
+	// repetitions sample the whole range the failover time can take.
 	_ = poll.Sleep(ctx, "a random point of B's renew cycle to stop B at", rand.N(timings.RenewInterval)) //nolint:gosec // G404: samples the renew cycle; nothing secret
 
 	f := failover{how: how, timings: timings, leaseBefore: readLease(ctx, t, c, ns)}

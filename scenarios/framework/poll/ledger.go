@@ -51,7 +51,8 @@ func Waits(since time.Time) []Wait { return waits.since(since) }
 
 // Sleep pauses for d, or until ctx ends (then it returns ctx's error), and records a Slept Wait:
 // a scenario's fixed pause ("the load runs a margin before the first rotation") is written with
-// it, so a profile of the run shows it with its reason. why says what the pause is for.
+// it, so a profile of the run shows it with its reason. why says what the pause is for. A caller
+// that goes on to the cluster may ignore the error: its next call fails on the same ended ctx.
 func Sleep(ctx context.Context, why string, d time.Duration) error {
 	defer record(Slept, why, time.Now())
 	timer := time.NewTimer(d)
