@@ -34,7 +34,7 @@ import (
 )
 
 func main() {
-	suites := flag.String("suites", "", "suites under e2e/, space-separated: those with no recorded time start first, in this order, then the others longest first by their last times on this machine and provider (kept in "+durationsPath("<provider>")+" by runs of whole suites)")
+	suites := flag.String("suites", "", "suites under e2e/, space-separated; they start longest first by the times of their last run on this machine and provider (kept in "+durationsPath("<provider>")+" by runs of whole suites), those never run first in this order")
 	jobs := flag.String("jobs", "", "how many suites run at once (E2E_JOBS; default: what the machine holds)")
 	provider := flag.String("provider", cluster.DefaultProvider, "the suites' provider (PROVIDER), for the default of -jobs and the capacity check; pass --provider to the suites too")
 	version := flag.String("kubernetes-version", suite.DefaultKubernetesVersion, "the suites' Kubernetes version (K8S_VERSION): kind's node image is built for it first")
