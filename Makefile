@@ -112,7 +112,10 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; make test uses 5s
 # E2E_JOBS=N: `make e2e` runs N suites at once, each its own go test and cluster (default: what
 # the machine holds — local cores+1, kind cores/2, within free memory and inotify limits; it
 # checks an explicit N first). scenarios/tools/cmd/gauntlet-e2e does it; each log: _output/e2e/<suite>/go-test.log.
+# FAILOVER_PLAN: how thoroughly `make e2e-multi-operator` measures failover — full (default),
+# quick (what make test runs) or compare (P5's kinds at once and one after another, compared).
 LABELS       ?=
+FAILOVER_PLAN ?= full
 KEEP_CLUSTER ?=
 COVER        ?=
 STRESS       ?=
@@ -204,8 +207,8 @@ e2e-external-certs: control-plane ## Suite e2e/externalcert: external mode (user
 	$(E2E_TEST) ./e2e/externalcert -args $(E2E_ARGS)
 
 .PHONY: e2e-multi-operator
-e2e-multi-operator: control-plane ## Suite e2e/multioperator: multi-operator lease topology (M1–M12) with the full failover and hand-over measurement.
-	$(E2E_TEST) ./e2e/multioperator -args $(E2E_ARGS) --failover-plan=full
+e2e-multi-operator: control-plane ## Suite e2e/multioperator: multi-operator lease topology (M1–M12) with the full failover and hand-over measurement (FAILOVER_PLAN=compare: P5 at once and one after another, compared).
+	$(E2E_TEST) ./e2e/multioperator -args $(E2E_ARGS) --failover-plan=$(FAILOVER_PLAN)
 
 .PHONY: e2e-troubleshooting
 e2e-troubleshooting: control-plane ## Suite e2e/troubleshooting: T1–T13 — fault, symptom, doctor diagnosis, documented fix.

@@ -4,8 +4,9 @@
 //
 // --failover-plan (env GAUNTLET_FAILOVER_PLAN) picks how thoroughly M4/M5 and P5 measure:
 // "quick" (the default, what `make test` runs: two repetitions with short timings, one P5 run of
-// each way of stopping B) or "full" (five repetitions and one with the chart's default timings,
-// ≈ 30 s failover; ten P5 runs of each).
+// each way of stopping B), "full" (five repetitions and one with the chart's default timings,
+// ≈ 30 s failover; ten P5 runs of each, the three ways at once) or "compare" (P5's ten runs of
+// each at once and one after another, their medians compared; the rest as in quick).
 package multioperator
 
 import (
@@ -52,7 +53,7 @@ func newTopology() *release.Topology {
 }
 
 func init() {
-	flag.Var(&plan, "failover-plan", "How thoroughly M4/M5 and P5 measure failover: quick (2 repetitions, short timings; 1 P5 run of each kill -9, SIGTERM, freeze) or full (5 repetitions plus one with the default timings; 10 P5 runs of each) (env GAUNTLET_FAILOVER_PLAN).")
+	flag.Var(&plan, "failover-plan", "How thoroughly M4/M5 and P5 measure failover: quick (2 repetitions, short timings; 1 P5 run of each kill -9, SIGTERM, freeze), full (5 repetitions plus one with the default timings; 10 P5 runs of each) or compare (10 P5 runs of each at once and one after another, medians compared) (env GAUNTLET_FAILOVER_PLAN).")
 	if v := os.Getenv("GAUNTLET_FAILOVER_PLAN"); v != "" {
 		if err := plan.Set(v); err != nil {
 			fmt.Fprintf(os.Stderr, "GAUNTLET_FAILOVER_PLAN: %v\n", err)

@@ -89,7 +89,7 @@ func expectVerdicts(ctx context.Context, t *testing.T, c *suite.Cluster, msg, we
 func (s *scenarios) scrapeBoth(ctx context.Context, t *testing.T, c *suite.Cluster) map[string]operatorMetrics {
 	t.Helper()
 	out := map[string]operatorMetrics{}
-	for _, op := range []operator{s.opA(), s.opB()} {
+	for _, op := range []operator{s.opA(), s.opB().operator} {
 		m, err := op.scrape(ctx, c)
 		expect.NoError(t, err, "scraping %s", op)
 		out[op.role] = m
@@ -118,7 +118,7 @@ func (s *scenarios) whoValidates() types.Feature {
 			name := "m2-invalid-" + rand.String(5)
 			deny(ctx, t, c, ns, name)
 			expectVerdicts(ctx, t, c, msgValidateCreate, webhookValidateDGD, ns, name, before,
-				verdict{s.opB(), resultDenied}, verdict{s.opA(), resultSkipped})
+				verdict{s.opB().operator, resultDenied}, verdict{s.opA(), resultSkipped})
 			return ctx
 		}).
 		Assess("team-b: denied by A, B not asked", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -128,7 +128,7 @@ func (s *scenarios) whoValidates() types.Feature {
 			name := "m2-invalid-" + rand.String(5)
 			deny(ctx, t, c, ns, name)
 			expectVerdicts(ctx, t, c, msgValidateCreate, webhookValidateDGD, ns, name, before,
-				verdict{s.opA(), resultDenied}, verdict{s.opB(), ""})
+				verdict{s.opA(), resultDenied}, verdict{s.opB().operator, ""})
 			return ctx
 		}).
 		Feature()
@@ -162,7 +162,7 @@ func (s *scenarios) mutationSkipped() types.Feature {
 			expect.Equal(t, "annotation "+dynamo.OriginVersionAnnotation+" of DynamoGraphDeployment "+ns+"/"+name,
 				c.OperatorVersion(), got.GetAnnotations()[dynamo.OriginVersionAnnotation])
 			expectVerdicts(ctx, t, c, msgDefault, webhookMutateDGD, ns, name, before,
-				verdict{s.opB(), resultAllowed}, verdict{s.opA(), resultSkipped})
+				verdict{s.opB().operator, resultAllowed}, verdict{s.opA(), resultSkipped})
 			return ctx
 		}).
 		Assess("a DynamoGraphDeploymentRequest without an image gets B's default image in team-a and A's in team-b", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -174,8 +174,8 @@ func (s *scenarios) mutationSkipped() types.Feature {
 				verdicts  []verdict
 				mutatedBy operator
 			}{
-				{b.rel.RestrictedNamespace(), b.rel.DefaultDGDRImage(c.OperatorVersion()), []verdict{{b, resultAllowed}, {a, resultSkipped}}, b},
-				{s.topo.Tenants[0], a.rel.DefaultDGDRImage(c.OperatorVersion()), []verdict{{a, resultAllowed}, {b, ""}}, a},
+				{b.rel.RestrictedNamespace(), b.rel.DefaultDGDRImage(c.OperatorVersion()), []verdict{{b.operator, resultAllowed}, {a, resultSkipped}}, b.operator},
+				{s.topo.Tenants[0], a.rel.DefaultDGDRImage(c.OperatorVersion()), []verdict{{a, resultAllowed}, {b.operator, ""}}, a},
 			} {
 				name := "m7-defaulted-" + rand.String(5)
 				before := s.scrapeBoth(ctx, t, c)

@@ -24,12 +24,12 @@ func (s *scenarios) comesBack() types.Feature {
 		WithLabel(suite.LabelScenario, "M6").
 		Assess("kill B, let A take over, start B again: who validated each probe", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
-			t.Cleanup(func() { s.restoreB(ctx, t) })
+			t.Cleanup(func() { s.opB().restore(ctx, t) })
 			a, b := s.opA(), s.opB()
 			ns := b.rel.RestrictedNamespace()
 			timings, err := s.topo.LeaseTimings()
 			expect.NoError(t, err, "reading the lease timings of the topology")
-			s.settled(ctx, t, c)
+			s.opB().settled(ctx, t, c)
 
 			aRestarts := restarts(ctx, t, c, a)
 			defer expectNoRestarts(ctx, t, c, a, aRestarts)
@@ -43,7 +43,7 @@ func (s *scenarios) comesBack() types.Feature {
 				return n >= 5, fmt.Sprintf("%d answered", n), nil
 			})
 
-			killedAt := s.killB(ctx, t, c).asked
+			killedAt := s.opB().kill(ctx, t, c).asked
 			var takenOver probe
 			expect.Eventually(ctx, t, fmt.Sprintf("%s to take %s over after B was killed", a, ns), timings.FailoverWindow()+failoverSlack+30*time.Second,
 				func(context.Context) (bool, string, error) {
@@ -59,8 +59,8 @@ func (s *scenarios) comesBack() types.Feature {
 			})
 
 			startedAt := time.Now()
-			s.scaleB(ctx, t, c, 1)
-			newPod := s.settled(ctx, t, c)
+			s.opB().scale(ctx, t, c, 1)
+			newPod := s.opB().settled(ctx, t, c)
 			expect.Eventually(ctx, t, fmt.Sprintf("B's new pod %s to deny probes of %s", newPod, ns), observeTimeout,
 				func(context.Context) (bool, string, error) {
 					probes := pr.answered()

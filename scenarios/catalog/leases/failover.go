@@ -69,21 +69,24 @@ type failover struct {
 	reincluded           map[string]int
 	// admitted counts the invalid probes admitted between B going away and A's first denial.
 	admitted int
+	// released is when B's stopped pod logged that it released its Lease (zero when it did
+	// not): a pod killed with kill -9 must not have, unless its SIGTERM came first.
+	released time.Time
 }
 
-// measureFailover stops B (how), probes team-a until A denies an invalid object there, and
-// brings B back. The checks are the caller's.
-func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.Cluster, how stopKind, prefix string) failover {
+// measureFailover stops B (how), probes B's namespace until A denies an invalid object there,
+// and brings B back. The checks are the caller's.
+func (b restricted) measureFailover(ctx context.Context, t *testing.T, c *suite.Cluster, how stopKind, prefix string) failover {
 	t.Helper()
-	a := s.opA()
-	ns := s.opB().rel.RestrictedNamespace()
-	timings, err := s.topo.LeaseTimings()
-	expect.NoError(t, err, "reading the lease timings of the topology")
-	s.settled(ctx, t, c)
+	a := b.a
+	ns := b.rel.RestrictedNamespace()
+	timings, err := chart.LeaseTimingsOf(b.rel)
+	expect.NoError(t, err, "reading the lease timings of %s", b)
+	b.settled(ctx, t, c)
 
 	aRestarts := restarts(ctx, t, c, a)
 	defer expectNoRestarts(ctx, t, c, a, aRestarts)
-	aLog, bLog := a.follow(ctx, c), s.opB().follow(ctx, c)
+	aLog, bLog := a.follow(ctx, c), b.follow(ctx, c)
 	defer aLog.stop()
 	defer bLog.stop()
 	pr := startProber(ctx, c, ns, prefix)
@@ -102,13 +105,13 @@ func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.
 	var st stopped
 	switch how {
 	case killed:
-		st = s.killB(ctx, t, c)
+		st = b.kill(ctx, t, c)
 	case graceful:
-		st = s.stopB(ctx, t, c)
+		st = b.stop(ctx, t, c)
 	case sigkilled:
-		st = s.sigkillB(ctx, t, c)
+		st = b.sigkill(ctx, t, c)
 	case frozen:
-		st = s.freezeB(ctx, t, c)
+		st = b.freeze(ctx, t, c)
 	}
 	f.pod, f.stoppedAt, f.stopEffective = st.pod, st.asked, st.effective
 	f.leaseAfter = readLease(ctx, t, c, ns)
@@ -125,7 +128,9 @@ func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.
 	f.leaseReleased = released() // A has taken over: B's deletion, if any, came before
 	entries := logsCaughtUp(ctx, aLog, ns, f.probes)
 	f.aVerdicts = verdicts(entries, ns)
-	f.bVerdicts = verdicts(bLog.entries(), ns)
+	bEntries := bLog.entries()
+	f.bVerdicts = verdicts(bEntries, ns)
+	f.released = releasedAt(bEntries, f.pod)
 	f.first, _ = firstDenied(f.probes, f.aVerdicts, f.stoppedAt)
 	f.elapsed = f.first.done.Sub(f.stoppedAt)
 	if at := firstReinclusion(entries, ns, f.stoppedAt); !at.IsZero() {
@@ -146,10 +151,21 @@ func (s *scenarios) measureFailover(ctx context.Context, t *testing.T, c *suite.
 		describeProbes(since(f.probes, f.stoppedAt), f.aVerdicts))
 
 	if how == frozen {
-		s.removeFrozen(ctx, t, c, f.pod)
+		b.removeFrozen(ctx, t, c, f.pod)
 	}
-	s.startB(ctx, t, c)
+	b.start(ctx, t, c)
 	return f
+}
+
+// releasedAt is the time of pod's "released the namespace lock Lease" line, zero when it has
+// none.
+func releasedAt(entries []logEntry, pod string) time.Time {
+	for _, e := range entries {
+		if e.Pod == pod && e.Msg == msgReleased {
+			return e.Time.Time
+		}
+	}
+	return time.Time{}
 }
 
 // firstReinclusion is the time of A's earliest "namespace re-included" line about ns at or after
@@ -242,8 +258,12 @@ func checkKilled(t *testing.T, f failover, ns string) {
 	t.Helper()
 	l := f.leaseAfter
 	if l == nil || holderOf(l) != f.pod || l.Spec.RenewTime == nil || l.Spec.RenewTime.After(f.stopEffective) {
-		expect.Errorf(t, "expected the killed pod %s to leave Lease %s/%s behind, unrenewed since it was killed (asked at %s, in effect by %s); saw %s",
-			f.pod, ns, release.NamespaceLockLease, f.stoppedAt.Format(time.RFC3339Nano), f.stopEffective.Format(time.RFC3339Nano), describeLease(l))
+		released := ""
+		if !f.released.IsZero() {
+			released = fmt.Sprintf("; the pod logged %q at %s, %+.2fs from the kill", msgReleased, f.released.Format(time.RFC3339Nano), f.released.Sub(f.stoppedAt).Seconds())
+		}
+		expect.Errorf(t, "expected the killed pod %s to leave Lease %s/%s behind, unrenewed since it was killed (asked at %s, in effect by %s); saw %s%s",
+			f.pod, ns, release.NamespaceLockLease, f.stoppedAt.Format(time.RFC3339Nano), f.stopEffective.Format(time.RFC3339Nano), describeLease(l), released)
 		return
 	}
 	until := activeUntil(l, f.timings)
@@ -324,7 +344,7 @@ func (s *scenarios) failoverFeature(id, name string, how stopKind, check func(*t
 	prefix := strings.ToLower(id)
 	measure := func(ctx context.Context, t *testing.T, c *suite.Cluster, label string) failover {
 		ns := s.opB().rel.RestrictedNamespace()
-		f := s.measureFailover(ctx, t, c, how, prefix+"-"+label)
+		f := s.opB().measureFailover(ctx, t, c, how, prefix+"-"+label)
 		checkCommon(t, f, ns)
 		check(t, f, ns)
 		return f
@@ -333,7 +353,7 @@ func (s *scenarios) failoverFeature(id, name string, how stopKind, check func(*t
 		WithLabel(suite.LabelScenario, id).
 		Assess("with short lease timings, repeatedly", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
-			t.Cleanup(func() { s.restoreB(ctx, t) })
+			t.Cleanup(func() { s.opB().restore(ctx, t) })
 			timings, err := s.topo.LeaseTimings()
 			expect.NoError(t, err, "reading the lease timings of the topology")
 			var secs []float64
@@ -355,7 +375,7 @@ func (s *scenarios) failoverFeature(id, name string, how stopKind, check func(*t
 				t.Skipf("the %s plan measures only with short timings (the full plan adds the defaults)", s.plan)
 			}
 			c := suite.ClusterFrom(ctx, t)
-			t.Cleanup(func() { s.restoreB(ctx, t) })
+			t.Cleanup(func() { s.opB().restore(ctx, t) })
 			short, err := s.topo.LeaseTimings()
 			expect.NoError(t, err, "reading the lease timings of the topology")
 			defaults := chart.DefaultLeaseTimings()

@@ -124,8 +124,8 @@ func (s *scenarios) fatalExit(ctx context.Context, t *testing.T, path fatalPath)
 	ns := b.rel.RestrictedNamespace()
 	timings, err := s.topo.LeaseTimings()
 	expect.NoError(t, err, "reading the lease timings of the topology")
-	s.settled(ctx, t, c)
-	pod := s.onlyPod(ctx, t, c)
+	s.opB().settled(ctx, t, c)
+	pod := s.opB().onlyPod(ctx, t, c)
 	restartsBefore := restartCount(&pod)
 
 	restoreRBAC := s.withholdLeaseCreation(ctx, t, c)
@@ -139,7 +139,7 @@ func (s *scenarios) fatalExit(ctx context.Context, t *testing.T, path fatalPath)
 		if err != nil && !apierrors.IsNotFound(err) {
 			expect.Errorf(t, "deleting %s pod %s/%s to restart it: %v", b, pod.Namespace, pod.Name, err)
 		}
-		s.settled(ctx, t, c)
+		s.opB().settled(ctx, t, c)
 	})
 
 	aLog := a.follow(ctx, c)

@@ -80,11 +80,11 @@ func (s *scenarios) handoverWindows() types.Feature {
 		WithLabel(suite.LabelScenario, "M12").
 		Assess("stop and start B again and again under probes: who validated each", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
-			t.Cleanup(func() { s.restoreB(ctx, t) })
+			t.Cleanup(func() { s.opB().restore(ctx, t) })
 			a, b := s.opA(), s.opB()
 			ns := b.rel.RestrictedNamespace()
 			bothBound := s.bothBound(t)
-			s.settled(ctx, t, c)
+			s.opB().settled(ctx, t, c)
 
 			aRestarts := restarts(ctx, t, c, a)
 			defer expectNoRestarts(ctx, t, c, a, aRestarts)
@@ -108,18 +108,18 @@ func (s *scenarios) handoverWindows() types.Feature {
 				})
 				return time.Now()
 			}
-			seenValidating(b, bLog, time.Now().Add(-time.Second), "the start of the scenario")
+			seenValidating(b.operator, bLog, time.Now().Add(-time.Second), "the start of the scenario")
 
 			cycles := s.plan.HandoverCycles
 			var handovers []handover
 			for i := 1; i <= cycles; i++ {
-				st := s.stopB(ctx, t, c)
+				st := s.opB().stop(ctx, t, c)
 				handovers = append(handovers, handover{what: fmt.Sprintf("stop %d", i), from: st.asked,
 					to: seenValidating(a, aLog, st.asked, fmt.Sprintf("B's stop %d", i))})
 				startedAt := time.Now()
-				s.startB(ctx, t, c)
+				s.opB().start(ctx, t, c)
 				handovers = append(handovers, handover{what: fmt.Sprintf("start %d", i), from: startedAt,
-					to: seenValidating(b, bLog, startedAt, fmt.Sprintf("B's start %d", i))})
+					to: seenValidating(b.operator, bLog, startedAt, fmt.Sprintf("B's start %d", i))})
 			}
 			probes := pr.stop()
 			vA := verdicts(logsCaughtUp(ctx, aLog, ns, probes), ns)

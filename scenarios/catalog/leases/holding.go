@@ -31,7 +31,7 @@ func (s *scenarios) leaseHeld() types.Feature {
 	return features.New("the restricted operator holds Lease dynamo-operator-ns-lock in its namespace and renews it").
 		WithLabel(suite.LabelScenario, "M1").
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			holder = s.settled(ctx, t, suite.ClusterFrom(ctx, t))
+			holder = s.opB().settled(ctx, t, suite.ClusterFrom(ctx, t))
 			return ctx
 		}).
 		Assess("B's pod holds the Lease with renewTime set and the configured duration", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -115,7 +115,7 @@ func (s *scenarios) leaseHeld() types.Feature {
 			deletedAt := time.Now()
 			err = c.Kube().CoordinationV1().Leases(ns).Delete(ctx, release.NamespaceLockLease, metav1.DeleteOptions{})
 			expect.NoError(t, err, "deleting Lease %s/%s", ns, release.NamespaceLockLease)
-			t.Cleanup(func() { s.settled(ctx, t, c) })
+			t.Cleanup(func() { s.opB().settled(ctx, t, c) })
 			timeout := time.NewTimer(timings.RenewInterval + failoverSlack + 10*time.Second)
 			defer timeout.Stop()
 			for {
@@ -177,7 +177,7 @@ func (s *scenarios) configurations() types.Feature {
 			for _, want := range []struct {
 				op       operator
 				selected []string // nil: every namespace
-			}{{a, nil}, {b, []string{restricted}}} {
+			}{{a, nil}, {b.operator, []string{restricted}}} {
 				r := want.op.rel
 				vwc, err := c.Kube().AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, r.ValidatingName(), metav1.GetOptions{})
 				expect.NoError(t, err, "getting ValidatingWebhookConfiguration %s of %s", r.ValidatingName(), want.op)

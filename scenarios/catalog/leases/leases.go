@@ -27,9 +27,12 @@ type Plan struct {
 	// DefaultTimings adds one measurement with the chart's default timings (≈ 30 s failover):
 	// both releases are upgraded for it and back afterwards.
 	DefaultTimings bool
-	// DistributionRuns is how often P5 measures each way of stopping B (kill -9, SIGTERM,
-	// freeze) with the topology's short timings.
+	// DistributionRuns is how often P5 measures each way of stopping a restricted operator
+	// (kill -9, SIGTERM, freeze) with the topology's short timings; the three ways run at once.
 	DistributionRuns int
+	// CompareSequential has P5 measure the three ways one after another as well, and check
+	// that running them at once does not shift their medians.
+	CompareSequential bool
 	// HandoverCycles is how often M12 stops and starts B under probes.
 	HandoverCycles int
 	name           string
@@ -44,6 +47,9 @@ var (
 	// one with the defaults, ten P5 runs of each way of stopping B, and ten M12 stops and
 	// starts.
 	FullPlan = Plan{Repetitions: 5, DefaultTimings: true, DistributionRuns: 10, HandoverCycles: 10, name: "full"}
+	// ComparePlan checks P5's overlap: its ten runs of each way at once and ten more one way
+	// after another, their medians compared; every other scenario as in QuickPlan.
+	ComparePlan = Plan{Repetitions: 2, DistributionRuns: 10, CompareSequential: true, HandoverCycles: 2, name: "compare"}
 )
 
 // String names the plan.
@@ -61,8 +67,10 @@ func (p *Plan) Set(name string) error {
 		*p = QuickPlan
 	case FullPlan.name:
 		*p = FullPlan
+	case ComparePlan.name:
+		*p = ComparePlan
 	default:
-		return fmt.Errorf("unknown failover plan %q (want %s or %s)", name, QuickPlan.name, FullPlan.name)
+		return fmt.Errorf("unknown failover plan %q (want %s, %s or %s)", name, QuickPlan.name, FullPlan.name, ComparePlan.name)
 	}
 	return nil
 }

@@ -34,6 +34,7 @@ const (
 	msgSkip           = "Skipping admission: a namespace-restricted operator's Lease is active in this namespace"
 	msgExcluded       = "namespace excluded: active lock Lease held by "
 	msgReincluded     = "namespace re-included: lock Lease "
+	msgReleased       = "released the namespace lock Lease"
 )
 
 // Results of the webhook log lines and of the result label of dynamo_webhook_requests_total.
@@ -79,9 +80,20 @@ func (s *scenarios) opA() operator {
 	return operator{role: fmt.Sprintf("operator A (cluster-wide, release %s/%s)", r.Namespace, r.Name), rel: r}
 }
 
-func (s *scenarios) opB() operator {
-	r := s.topo.Restricted
-	return operator{role: fmt.Sprintf("operator B (restricted to %s, release %s/%s)", r.RestrictedNamespace(), r.Namespace, r.Name), rel: r}
+func (s *scenarios) opB() restricted { return restrictedOperator("B", s.topo.Restricted, s.opA()) }
+
+// restricted is a namespace-restricted operator together with the cluster-wide operator A that
+// takes its namespace over when it goes away: what a failover stops, measures and brings back.
+type restricted struct {
+	operator
+	a operator
+}
+
+// restrictedOperator is release r, restricted to its namespace, named name in messages
+// ("operator B (restricted to team-a, release team-a/dynamo)"), with a the cluster-wide operator.
+func restrictedOperator(name string, r *chart.Release, a operator) restricted {
+	role := fmt.Sprintf("operator %s (restricted to %s, release %s/%s)", name, r.RestrictedNamespace(), r.Namespace, r.Name)
+	return restricted{operator: operator{role: role, rel: r}, a: a}
 }
 
 func (o operator) String() string { return o.role }

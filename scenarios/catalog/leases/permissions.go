@@ -59,7 +59,7 @@ func (s *scenarios) leasePermissions() types.Feature {
 		Assess("B's ServiceAccount: leases only in its namespace", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c := suite.ClusterFrom(ctx, t)
 			b := s.opB()
-			user, groups := serviceAccount(ctx, t, c, b)
+			user, groups := serviceAccount(ctx, t, c, b.operator)
 			for _, ns := range append([]string{""}, s.topo.Tenants...) {
 				for _, verb := range leaseVerbs {
 					if ok, reason := allowed(ctx, t, c, user, groups, verb, ns); ok {

@@ -41,7 +41,7 @@ func (s *scenarios) reconciled() types.Feature {
 			for _, tc := range []struct {
 				ns string
 				by operator
-			}{{s.opB().rel.RestrictedNamespace(), s.opB()}, {s.topo.Tenants[0], s.opA()}} {
+			}{{s.opB().rel.RestrictedNamespace(), s.opB().operator}, {s.topo.Tenants[0], s.opA()}} {
 				expectReconciled(ctx, t, c, tc.ns, "m10-"+rand.String(5), tc.by)
 			}
 			return ctx

@@ -27,7 +27,7 @@ import (
 // settledStep is settled as a feature step: the Setup of the scenarios that start from the
 // topology as installed.
 func (s *scenarios) settledStep(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-	s.settled(ctx, t, suite.ClusterFrom(ctx, t))
+	s.opB().settled(ctx, t, suite.ClusterFrom(ctx, t))
 	return ctx
 }
 
@@ -36,9 +36,9 @@ func (s *scenarios) settledStep(ctx context.Context, t *testing.T, _ *envconf.Co
 // webhooks answering through the API server (a node's Service routing follows a new pod a
 // moment after it is Ready; until then B's namespace is validated by nobody) — and returns
 // B's pod (the Lease holder).
-func (s *scenarios) settled(ctx context.Context, t *testing.T, c *suite.Cluster) string {
+func (b restricted) settled(ctx context.Context, t *testing.T, c *suite.Cluster) string {
 	t.Helper()
-	a, b := s.opA(), s.opB()
+	a := b.a
 	ns := b.rel.RestrictedNamespace()
 	if err := release.WaitDeploymentAvailable(ctx, c.Kube(), b.rel.Namespace, b.rel.DeploymentName(), recoverTimeout); err != nil {
 		expect.Fatalf(t, "%s is not running: %v", b, err)
@@ -124,9 +124,8 @@ func describeLease(l *coordinationv1.Lease) string {
 }
 
 // onlyPod returns B's single running pod.
-func (s *scenarios) onlyPod(ctx context.Context, t *testing.T, c *suite.Cluster) corev1.Pod {
+func (b restricted) onlyPod(ctx context.Context, t *testing.T, c *suite.Cluster) corev1.Pod {
 	t.Helper()
-	b := s.opB()
 	pods, err := b.runningPods(ctx, c)
 	expect.NoError(t, err, "listing the pods of %s", b)
 	if len(pods) != 1 {
@@ -139,16 +138,16 @@ func (s *scenarios) onlyPod(ctx context.Context, t *testing.T, c *suite.Cluster)
 	return pods[0]
 }
 
-// killB kills B's pod without letting it clean up, the way a node failure or the OOM killer
+// kill kills B's pod without letting it clean up, the way a node failure or the OOM killer
 // would, and keeps it from coming back: the operator container is frozen (so it can neither
 // renew nor release its Lease from this instant, which is returned), the Deployment is scaled
 // to 0 so no replacement starts, and once the pod is being deleted the container is killed
 // (SIGKILL). The SIGTERM of the pod's deletion is never handled: a frozen process runs no
 // handler, and the kill comes first. How a container is frozen and killed is the provider's.
-func (s *scenarios) killB(ctx context.Context, t *testing.T, c *suite.Cluster) stopped {
+func (b restricted) kill(ctx context.Context, t *testing.T, c *suite.Cluster) stopped {
 	t.Helper()
-	st := s.freezeB(ctx, t, c)
-	s.removeFrozen(ctx, t, c, st.pod)
+	st := b.freeze(ctx, t, c)
+	b.removeFrozen(ctx, t, c, st.pod)
 	return st
 }
 
@@ -161,12 +160,11 @@ type stopped struct {
 	asked, effective time.Time
 }
 
-// freezeB freezes B's operator container (it neither runs nor handles signals) and leaves the
+// freeze freezes B's operator container (it neither runs nor handles signals) and leaves the
 // pod in place.
-func (s *scenarios) freezeB(ctx context.Context, t *testing.T, c *suite.Cluster) stopped {
+func (b restricted) freeze(ctx context.Context, t *testing.T, c *suite.Cluster) stopped {
 	t.Helper()
-	b := s.opB()
-	p := s.onlyPod(ctx, t, c)
+	p := b.onlyPod(ctx, t, c)
 	st := stopped{pod: p.Name, asked: time.Now()}
 	if err := c.Container(ctx, &p, operatorContainer, cluster.Freeze); err != nil {
 		expect.Fatalf(t, "freezing %s pod %s/%s: %v", b, p.Namespace, p.Name, err)
@@ -179,31 +177,29 @@ func (s *scenarios) freezeB(ctx context.Context, t *testing.T, c *suite.Cluster)
 // removeFrozen takes B's frozen pod away without letting it run again: the Deployment is
 // scaled to 0 so no replacement starts, and once the pod is being deleted the container is
 // killed (SIGKILL) — the SIGTERM of the deletion is never handled.
-func (s *scenarios) removeFrozen(ctx context.Context, t *testing.T, c *suite.Cluster, pod string) {
+func (b restricted) removeFrozen(ctx context.Context, t *testing.T, c *suite.Cluster, pod string) {
 	t.Helper()
-	b := s.opB()
-	p := s.deletedAfterScaleToZero(ctx, t, c, pod)
+	p := b.deletedAfterScaleToZero(ctx, t, c, pod)
 	if err := c.Container(ctx, p, operatorContainer, cluster.Kill); err != nil {
 		expect.Fatalf(t, "killing %s pod %s/%s: %v", b, p.Namespace, p.Name, err)
 	}
-	s.waitPodGone(ctx, t, c, *p)
+	waitPodGone(ctx, t, c, *p)
 }
 
-// sigkillB kills B's running process with SIGKILL (kill -9): no handler runs, the Lease is
+// sigkill kills B's running process with SIGKILL (kill -9): no handler runs, the Lease is
 // left behind and connections to the pod are refused from then on. A container killed in a
 // running pod is restarted by its node at once and would take its Lease back, so B is scaled to
 // 0 first and killed while its pod is being deleted but still in its preStop delay (the
 // chart's shutdownDelaySeconds): the process runs untouched until the kill, since SIGTERM comes
 // only after the delay, and a container of a pod being deleted is not restarted.
-func (s *scenarios) sigkillB(ctx context.Context, t *testing.T, c *suite.Cluster) stopped {
+func (b restricted) sigkill(ctx context.Context, t *testing.T, c *suite.Cluster) stopped {
 	t.Helper()
-	b := s.opB()
-	running := s.onlyPod(ctx, t, c)
+	running := b.onlyPod(ctx, t, c)
 	if delay := preStopSleep(&running); delay < 2*time.Second {
 		expect.Fatalf(t, "kill -9 of %s pod %s/%s: expected a preStop delay of at least 2s (chart value shutdownDelaySeconds) to kill the process before its SIGTERM, saw %s",
 			b, running.Namespace, running.Name, delay)
 	}
-	p := s.deletedAfterScaleToZero(ctx, t, c, running.Name)
+	p := b.deletedAfterScaleToZero(ctx, t, c, running.Name)
 	st := stopped{pod: p.Name, asked: time.Now()}
 	if err := c.Container(ctx, p, operatorContainer, cluster.Kill); err != nil {
 		expect.Fatalf(t, "killing %s pod %s/%s: %v", b, p.Namespace, p.Name, err)
@@ -211,15 +207,14 @@ func (s *scenarios) sigkillB(ctx context.Context, t *testing.T, c *suite.Cluster
 	st.effective = time.Now()
 	t.Logf("killed %s pod %s/%s with SIGKILL: asked at %s (%.2fs into its deletion), in effect by %s", b, p.Namespace, p.Name, st.asked.Format(time.RFC3339Nano),
 		st.asked.Sub(p.DeletionTimestamp.Time).Seconds(), st.effective.Format(time.RFC3339Nano))
-	s.waitPodGone(ctx, t, c, *p)
+	waitPodGone(ctx, t, c, *p)
 	return st
 }
 
 // deletedAfterScaleToZero scales B to 0 and returns B's pod once it is being deleted.
-func (s *scenarios) deletedAfterScaleToZero(ctx context.Context, t *testing.T, c *suite.Cluster, pod string) *corev1.Pod {
+func (b restricted) deletedAfterScaleToZero(ctx context.Context, t *testing.T, c *suite.Cluster, pod string) *corev1.Pod {
 	t.Helper()
-	b := s.opB()
-	s.scaleB(ctx, t, c, 0)
+	b.scale(ctx, t, c, 0)
 	var deleting *corev1.Pod
 	what := fmt.Sprintf("pod %s/%s to be deleted after scaling %s to 0", b.rel.Namespace, pod, b)
 	expect.NoError(t, poll.UntilEvery(ctx, what, 20*time.Millisecond, observeTimeout, func(ctx context.Context) (bool, string, error) {
@@ -243,48 +238,46 @@ func preStopSleep(p *corev1.Pod) time.Duration {
 	return 0
 }
 
-// stopB stops B gracefully (`kubectl scale --replicas=0`: SIGTERM, the operator shuts down and
+// stop stops B gracefully (`kubectl scale --replicas=0`: SIGTERM, the operator shuts down and
 // releases its Lease); it is in effect once the pod is gone.
-func (s *scenarios) stopB(ctx context.Context, t *testing.T, c *suite.Cluster) stopped {
+func (b restricted) stop(ctx context.Context, t *testing.T, c *suite.Cluster) stopped {
 	t.Helper()
-	p := s.onlyPod(ctx, t, c)
+	p := b.onlyPod(ctx, t, c)
 	st := stopped{pod: p.Name, asked: time.Now()}
-	s.scaleB(ctx, t, c, 0)
-	s.waitPodGone(ctx, t, c, p)
+	b.scale(ctx, t, c, 0)
+	waitPodGone(ctx, t, c, p)
 	st.effective = time.Now()
 	return st
 }
 
-// startB scales B back to one replica and waits for the steady state; it returns B's new pod.
-func (s *scenarios) startB(ctx context.Context, t *testing.T, c *suite.Cluster) string {
+// start scales B back to one replica and waits for the steady state; it returns B's new pod.
+func (b restricted) start(ctx context.Context, t *testing.T, c *suite.Cluster) string {
 	t.Helper()
-	s.scaleB(ctx, t, c, 1)
-	return s.settled(ctx, t, c)
+	b.scale(ctx, t, c, 1)
+	return b.settled(ctx, t, c)
 }
 
-// restoreB is a cleanup: whatever a scenario did to B, the next one finds it running.
-func (s *scenarios) restoreB(ctx context.Context, t *testing.T) {
+// restore is a cleanup: whatever a scenario did to B, the next one finds it running.
+func (b restricted) restore(ctx context.Context, t *testing.T) {
 	c := suite.ClusterFrom(ctx, t)
-	b := s.opB()
 	d, err := c.Kube().AppsV1().Deployments(b.rel.Namespace).Get(ctx, b.rel.DeploymentName(), metav1.GetOptions{})
 	if err != nil {
 		t.Logf("restoring %s: %v", b, err)
 		return
 	}
 	if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
-		s.startB(ctx, t, c)
+		b.start(ctx, t, c)
 	}
 }
 
-func (s *scenarios) scaleB(ctx context.Context, t *testing.T, c *suite.Cluster, replicas int) {
+func (b restricted) scale(ctx context.Context, t *testing.T, c *suite.Cluster, replicas int) {
 	t.Helper()
-	b := s.opB()
 	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
 	_, err := c.Kube().AppsV1().Deployments(b.rel.Namespace).Patch(ctx, b.rel.DeploymentName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	expect.NoError(t, err, "scaling Deployment %s/%s to %d", b.rel.Namespace, b.rel.DeploymentName(), replicas)
 }
 
-func (s *scenarios) waitPodGone(ctx context.Context, t *testing.T, c *suite.Cluster, p corev1.Pod) {
+func waitPodGone(ctx context.Context, t *testing.T, c *suite.Cluster, p corev1.Pod) {
 	t.Helper()
 	expect.Eventually(ctx, t, fmt.Sprintf("pod %s/%s to be gone", p.Namespace, p.Name), recoverTimeout,
 		func(ctx context.Context) (bool, string, error) {

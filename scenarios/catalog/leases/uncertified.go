@@ -48,12 +48,12 @@ func (s *scenarios) uncertifiedStop() types.Feature {
 			c := suite.ClusterFrom(ctx, t)
 			a, b := s.opA(), s.opB()
 			ns := b.rel.RestrictedNamespace()
-			s.settled(ctx, t, c)
+			s.opB().settled(ctx, t, c)
 
 			binding := s.removeCertificateRights(ctx, t, c)
 			t.Cleanup(func() { s.restoreCertificateRights(ctx, t, c, binding) })
-			s.stopB(ctx, t, c)
-			s.scaleB(ctx, t, c, 1)
+			s.opB().stop(ctx, t, c)
+			s.opB().scale(ctx, t, c, 1)
 
 			var pod corev1.Pod
 			expect.Eventually(ctx, t, fmt.Sprintf("a new pod of %s to run", b), recoverTimeout,
@@ -100,7 +100,7 @@ func (s *scenarios) uncertifiedStop() types.Feature {
 					return slices.Equal(got, []string{resultDenied}), fmt.Sprintf("results %v", got), nil
 				})
 
-			st := s.stopB(ctx, t, c)
+			st := s.opB().stop(ctx, t, c)
 			gone := st.effective.Sub(st.asked)
 			if bound := preStopSleep(&pod) + uncertifiedStopSlack; gone > bound {
 				expect.Errorf(t, "expected %s pod %s, stopped while it waited for a certificate, to exit within its preStop sleep + %s (%s); it took %.2fs — a shutdown that waits for a certificate holds its pod for the whole grace period",
@@ -147,7 +147,7 @@ func (s *scenarios) restoreCertificateRights(ctx context.Context, t *testing.T, 
 		expect.Errorf(t, "restoring RoleBinding %s/%s: %v", rb.Namespace, rb.Name, err)
 		return
 	}
-	s.scaleB(ctx, t, c, 0)
+	s.opB().scale(ctx, t, c, 0)
 	expect.Eventually(ctx, t, "every pod of "+s.opB().String()+" to be gone", recoverTimeout, func(ctx context.Context) (bool, string, error) {
 		pods, err := release.OperatorPods(ctx, c.Kube(), s.opB().rel)
 		if err != nil && !errors.Is(err, release.ErrNoPods) {
@@ -155,5 +155,5 @@ func (s *scenarios) restoreCertificateRights(ctx context.Context, t *testing.T, 
 		}
 		return len(pods) == 0, fmt.Sprintf("%d pods", len(pods)), nil
 	})
-	s.startB(ctx, t, c)
+	s.opB().start(ctx, t, c)
 }

@@ -93,3 +93,20 @@ func TestTopologyInstallsWhatTheREADMESays(t *testing.T) {
 		}
 	}
 }
+
+// Another team's restricted operator is the restricted release in its own namespace: the same
+// values, which it does not share with the topology's release.
+func TestRestrictedInCopiesTheRestrictedRelease(t *testing.T) {
+	topo := release.NewTopology(testTimings)
+	other := topo.RestrictedIn("p5-term")
+	assert.Equal(t, "p5-term", other.Namespace)
+	assert.Equal(t, "p5-term", other.RestrictedNamespace())
+	assert.NotEqual(t, topo.Restricted.ValidatingName(), other.ValidatingName(), "cluster-scoped names tell the two releases apart")
+	assert.Equal(t, topo.Restricted.Values, other.Values)
+	timings, err := chart.LeaseTimingsOf(other)
+	require.NoError(t, err)
+	assert.Equal(t, testTimings, timings)
+
+	other.Values["namespaceRestriction"].(map[string]any)["enabled"] = false
+	assert.Equal(t, release.TeamANamespace, topo.Restricted.RestrictedNamespace(), "changing the copy's values left the topology's release alone")
+}

@@ -78,6 +78,16 @@ func NewTopology(l chart.LeaseTimings) *Topology {
 	return &Topology{ClusterWide: &clusterWide, Restricted: &restricted, Tenants: []string{TeamBNamespace}}
 }
 
+// RestrictedIn is another team's namespace-restricted operator: a release with the restricted
+// release's values (lease timings included) in namespace ns, serving ns. Scenarios that stop
+// several restricted operators at once install such releases beside the topology's.
+func (t *Topology) RestrictedIn(ns string) *chart.Release {
+	r := *t.Restricted
+	r.Namespace = ns
+	r.Values = chart.MergeValues(nil, t.Restricted.Values) // a deep copy: the releases share no map
+	return &r
+}
+
 // LeaseTimings are the timings the restricted release is installed with.
 func (t *Topology) LeaseTimings() (chart.LeaseTimings, error) {
 	return chart.LeaseTimingsOf(t.Restricted)

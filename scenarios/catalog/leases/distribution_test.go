@@ -1,0 +1,58 @@
+package leases
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestKilledTooLateOnlyWhenTheReleaseCameBeforeTheKill(t *testing.T) {
+	kill := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
+	for _, c := range []struct {
+		name     string
+		how      stopKind
+		released time.Time
+		want     bool
+	}{
+		{"no release: the kill came first", sigkilled, time.Time{}, false},
+		{"released before the kill: SIGTERM came first", sigkilled, kill.Add(-300 * time.Millisecond), true},
+		// A release after the kill was asked means the kill did not take: a failure, not a redo.
+		{"released after the kill", sigkilled, kill.Add(300 * time.Millisecond), false},
+		{"a graceful stop releases by design", graceful, kill.Add(-300 * time.Millisecond), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, killedTooLate(failover{how: c.how, stoppedAt: kill, released: c.released}))
+		})
+	}
+}
+
+func TestReleasedAtIsThePodsOwnReleaseLine(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 5, 0, time.UTC)
+	entries := []logEntry{
+		{Pod: "b-old", Msg: msgReleased, Time: logTime{at.Add(-time.Minute)}},
+		{Pod: "b-1", Msg: "renewed the namespace lock Lease", Time: logTime{at.Add(-time.Second)}},
+		{Pod: "b-1", Msg: msgReleased, Time: logTime{at}},
+	}
+	assert.Equal(t, at, releasedAt(entries, "b-1"))
+	assert.True(t, releasedAt(entries, "b-2").IsZero())
+}
+
+func TestSameMediansAllowsTheRunToRunSpread(t *testing.T) {
+	// Takeovers of a killed operator with 6 s + 2 s timings fall between 6 and 8 s.
+	seq := []float64{6.1, 6.4, 6.6, 6.9, 7.0, 7.2, 7.4, 7.6, 7.8, 7.9}
+	diff, spread, ok := sameMedians(seq, []float64{6.2, 6.5, 6.8, 7.0, 7.1, 7.4, 7.5, 7.7, 7.8, 8.0})
+	assert.True(t, ok, "diff %.3f spread %.3f", diff, spread)
+	assert.InDelta(t, 1.0, spread, 0.01) // upper half's median 7.6 less lower half's 6.6
+
+	diff, spread, ok = sameMedians(seq, []float64{8.1, 8.4, 8.6, 8.9, 9.0, 9.2, 9.4, 9.6, 9.8, 9.9})
+	assert.False(t, ok, "a shift of 2 s is more than the spread")
+	assert.InDelta(t, 2.0, diff, 0.001)
+	assert.InDelta(t, 1.0, spread, 0.01)
+}
+
+func TestIQR(t *testing.T) {
+	assert.Zero(t, iqr([]float64{3}))
+	assert.InDelta(t, 3.0, iqr([]float64{1, 2, 3, 4, 5}), 1e-9)    // halves {1, 2} and {4, 5}, the median left out
+	assert.InDelta(t, 3.0, iqr([]float64{1, 2, 3, 4, 5, 6}), 1e-9) // halves {1, 2, 3} and {4, 5, 6}
+}
