@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +34,7 @@ import (
 )
 
 func main() {
-	suites := flag.String("suites", "", "suites under e2e/, space-separated, run in this order")
+	suites := flag.String("suites", "", "suites under e2e/, space-separated: those with no recorded time start first, in this order, then the others longest first by their last times on this machine and provider (kept in "+durationsPath("<provider>")+" by runs of whole suites)")
 	jobs := flag.String("jobs", "", "how many suites run at once (E2E_JOBS; default: what the machine holds)")
 	provider := flag.String("provider", cluster.DefaultProvider, "the suites' provider (PROVIDER), for the default of -jobs and the capacity check; pass --provider to the suites too")
 	version := flag.String("kubernetes-version", suite.DefaultKubernetesVersion, "the suites' Kubernetes version (K8S_VERSION): kind's node image is built for it first")
@@ -87,6 +88,14 @@ func run(suites []string, jobsArg, provider, version, timeout, out string, suite
 		return fail("%v", err)
 	}
 
+	// With fewer slots than suites, the longest suite started last would run on alone.
+	durationsFile := durationsPath(provider)
+	durations, err := suiterun.ReadDurations(durationsFile)
+	if err != nil {
+		return fail("reading the suites' last times: %v", err)
+	}
+	suites = durations.LongestFirst(suites)
+
 	var display suiterun.Display = suiterun.Plain{W: os.Stdout}
 	if fd := int(os.Stdout.Fd()); term.IsTerminal(fd) {
 		width, _, _ := term.GetSize(fd)
@@ -111,8 +120,9 @@ func run(suites []string, jobsArg, provider, version, timeout, out string, suite
 		}
 	}
 
-	fmt.Printf("e2e: %d suites on %s, %d at once (%s; %d cores, %.1f GiB free); each suite's log: %s\n",
-		len(suites), provider, jobs, why, machine.Cores, machine.Memory.Free/(1<<30), filepath.Join(suiterun.DisplayPath(out), "<suite>", suiterun.LogFile))
+	fmt.Printf("e2e: %d suites on %s, %d at once (%s; %d cores, %.1f GiB free), longest first by their last times (%s): %s; each suite's log: %s\n",
+		len(suites), provider, jobs, why, machine.Cores, machine.Memory.Free/(1<<30), suiterun.DisplayPath(durationsFile), strings.Join(suites, " "),
+		filepath.Join(suiterun.DisplayPath(out), "<suite>", suiterun.LogFile))
 	start := time.Now()
 	states := r.Run(ctx)
 	var sum time.Duration
@@ -123,11 +133,29 @@ func run(suites []string, jobsArg, provider, version, timeout, out string, suite
 	}
 	fmt.Printf("e2e: %d suites in %s, up to %d at once (their own times add up to %s)\n",
 		len(states), time.Since(start).Round(time.Second), jobs, sum.Round(time.Second))
+	// An interrupted run's suites ended early, and a run of some scenarios is short: their times
+	// would mislead the next run's order.
+	if ctx.Err() == nil && !selectsScenarios(suiteArgs) {
+		if err := durations.Record(durationsFile, states); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: ⚠ keeping the suites' times for the next run's order: %v\n", err)
+		}
+	}
 	suiterun.WriteFailures(os.Stdout, states, out)
 	if failed {
 		return 1
 	}
 	return 0
+}
+
+// durationsPath is where the suites' last times on provider are kept.
+func durationsPath(provider string) string {
+	return filepath.Join(workspace.CacheDir(), "e2e", "suite-times-"+provider+".json")
+}
+
+// selectsScenarios says whether the suites' arguments pick some of their scenarios (--labels):
+// such a run's times say nothing of a whole suite's.
+func selectsScenarios(suiteArgs []string) bool {
+	return slices.ContainsFunc(suiteArgs, func(a string) bool { return strings.HasPrefix(strings.TrimLeft(a, "-"), "labels") })
 }
 
 // prepareHost runs the provider's host preparation (kind: builds or finds its node image for
