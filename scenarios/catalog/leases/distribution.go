@@ -3,6 +3,7 @@ package leases
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -22,21 +23,24 @@ import (
 )
 
 // distributionKind is one way P5 stops a restricted operator: how, the prefix of its notes,
-// its own checks, and the namespace of the restricted operator it stops ("" for B's team-a).
+// its own checks, and the restricted operators that share its runs.
 type distributionKind struct {
-	how       stopKind
-	key       string
-	check     func(*testing.T, failover, string)
-	namespace string
+	how   stopKind
+	key   string
+	check func(*testing.T, failover, string)
+	// namespaces are those of the restricted operators that share the kind's runs, each taking
+	// every len(namespaces)-th: "" is B's team-a; the others are installed for P5 with B's values.
+	namespaces []string
 }
 
-// distributionKinds are P5's three ways of stopping a restricted operator. Each stops its own,
-// so that the three run at once: B in team-a is killed with kill -9; two more restricted
-// operators, installed for P5 with B's values, are stopped with SIGTERM and frozen.
+// distributionKinds are P5's three ways of stopping a restricted operator. Each stops operators
+// of its own, so that the three run at once: B in team-a is killed with kill -9, another is
+// stopped with SIGTERM, and two more share the freezes — a frozen operator's run takes about
+// three times another's, since A's first denial waits for the frozen webhook calls to time out.
 var distributionKinds = []distributionKind{
-	{how: sigkilled, key: "kill", check: checkKilled},
-	{how: graceful, key: "term", check: checkGraceful, namespace: "p5-term"},
-	{how: frozen, key: "freeze", check: checkFrozen, namespace: "p5-freeze"},
+	{how: sigkilled, key: "kill", check: checkKilled, namespaces: []string{""}},
+	{how: graceful, key: "term", check: checkGraceful, namespaces: []string{"p5-term"}},
+	{how: frozen, key: "freeze", check: checkFrozen, namespaces: []string{"p5-freeze-1", "p5-freeze-2"}},
 }
 
 // maxLateKills is how often in a row P5 redoes a kill -9 run whose kill came too late (the pod
@@ -46,7 +50,8 @@ const maxLateKills = 3
 // failoverDistribution is P5: the failover of a restricted operator's namespace to A, measured
 // over repeated runs of each way it can go away — kill -9, SIGTERM (a graceful stop), freeze —
 // with the topology's short lease timings (the plan says how many runs). The three ways run at
-// once, each on its own restricted operator, since each run mostly waits for a Lease. Each run
+// once, each on restricted operators of its own (distributionKinds), since each run mostly
+// waits for a Lease. Each run
 // is M4/M5's measurement (measureFailover) with its checks; P5 adds the distribution of A's
 // takeover (its "namespace re-included" log line) — min/median/max against leaseDuration +
 // gracePeriod —, when users saw it (the first denial's answer, which a frozen operator delays
@@ -54,7 +59,7 @@ const maxLateKills = 3
 // neither operator or by both, from both operators' logs. The compare plan measures the three
 // ways one after another as well, and checks that overlapping them does not shift the medians.
 func (s *scenarios) failoverDistribution() types.Feature {
-	var ops map[string]restricted // by kind, from Setup on
+	var ops map[string]restricted // by namespace, from Setup on
 	return features.New("lease failover time over repeated kill -9, SIGTERM and freeze of restricted operators, with the windows of zero or two validators").
 		WithLabel(suite.LabelScenario, "P5").
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -84,16 +89,18 @@ func (s *scenarios) failoverDistribution() types.Feature {
 		Feature()
 }
 
-// distributionOperators are the restricted operators P5 stops, by kind: B for kill -9, and one
-// with B's values in its kind's namespace for each other kind.
+// distributionOperators are the restricted operators P5 stops, by namespace: B for "", and one
+// with B's values in each other namespace of distributionKinds.
 func (s *scenarios) distributionOperators() map[string]restricted {
 	out := map[string]restricted{}
 	for _, k := range distributionKinds {
-		if k.namespace == "" {
-			out[k.key] = s.opB()
-			continue
+		for _, ns := range k.namespaces {
+			if ns == "" {
+				out[ns] = s.opB()
+				continue
+			}
+			out[ns] = restrictedOperator("B-"+strings.TrimPrefix(ns, "p5-"), s.topo.RestrictedIn(ns), s.opA())
 		}
-		out[k.key] = restrictedOperator("B-"+k.key, s.topo.RestrictedIn(k.namespace), s.opA())
 	}
 	return out
 }
@@ -102,32 +109,31 @@ func (s *scenarios) distributionOperators() map[string]restricted {
 // each holds its Lease and A steps back from its namespace.
 func installOthers(ctx context.Context, t *testing.T, c *suite.Cluster, ops map[string]restricted) {
 	t.Helper()
-	for _, k := range distributionKinds {
-		if b := ops[k.key]; k.namespace != "" {
-			expect.NoError(t, c.Installer().Install(ctx, b.rel), "installing %s", b)
-		}
+	others := slices.Sorted(maps.Keys(ops))
+	others = slices.DeleteFunc(others, func(ns string) bool { return ns == "" })
+	for _, ns := range others {
+		expect.NoError(t, c.Installer().Install(ctx, ops[ns].rel), "installing %s", ops[ns])
 	}
-	for _, k := range distributionKinds {
-		if b := ops[k.key]; k.namespace != "" {
-			expect.NoError(t, c.Installer().WaitReady(ctx, b.rel, recoverTimeout), "waiting for %s", b)
-			b.settled(ctx, t, c)
-		}
+	for _, ns := range others {
+		b := ops[ns]
+		expect.NoError(t, c.Installer().WaitReady(ctx, b.rel, recoverTimeout), "waiting for %s", b)
+		b.settled(ctx, t, c)
 	}
 }
 
 // uninstallOthers removes what installOthers installed, with the namespaces.
 func uninstallOthers(ctx context.Context, t *testing.T, c *suite.Cluster, ops map[string]restricted) {
 	t.Helper()
-	for _, k := range distributionKinds {
-		if b := ops[k.key]; k.namespace != "" {
+	for _, ns := range slices.Sorted(maps.Keys(ops)) {
+		if b := ops[ns]; ns != "" {
 			expect.NoError(t, c.Installer().Uninstall(ctx, b.rel, release.UninstallOptions{Namespace: true}), "uninstalling %s", b)
 		}
 	}
 }
 
-// distributions measures every kind on its operator of ops the plan's number of times — at
-// once, each in its own parallel subtest, or one kind after another — and returns each kind's
-// distribution.
+// distributions measures every kind on its operators of ops the plan's number of times — at
+// once, each operator in its own parallel subtest, or one after another — and returns each
+// kind's distribution.
 func (s *scenarios) distributions(ctx context.Context, t *testing.T, ops map[string]restricted, overlap bool) map[string]distribution {
 	t.Helper()
 	layout := "one after another"
@@ -138,41 +144,78 @@ func (s *scenarios) distributions(ctx context.Context, t *testing.T, ops map[str
 	out := map[string]distribution{}
 	t.Run(layout, func(t *testing.T) {
 		for _, k := range distributionKinds {
-			t.Run(k.key, func(t *testing.T) {
-				if overlap {
-					t.Parallel()
+			for share, ns := range k.namespaces {
+				name := k.key
+				if len(k.namespaces) > 1 {
+					name = fmt.Sprintf("%s-%d", k.key, share+1)
 				}
-				d := s.measureDistribution(ctx, t, ops[k.key], k)
-				mu.Lock()
-				out[k.key] = d
-				mu.Unlock()
-			})
+				t.Run(name, func(t *testing.T) {
+					if overlap {
+						t.Parallel()
+					}
+					d := s.measureDistribution(ctx, t, ops[ns], k, share)
+					mu.Lock()
+					defer mu.Unlock()
+					d.runs = append(d.runs, out[k.key].runs...)
+					out[k.key] = d
+				})
+			}
 		}
 	})
+	for key, d := range out {
+		slices.SortFunc(d.runs, func(a, b p5Run) int { return a.index - b.index })
+		out[key] = d
+	}
 	return out
 }
 
-// distribution is what P5 measured for one kind over its runs, per run.
+// p5Run is what one P5 run measured, in seconds: its index among its kind's runs, when users saw
+// A take over (the first denial's answer) and when A logged it did, the longest stretches
+// validated by neither and by both operators, the invalid probes admitted in between and the
+// probes validated by both.
+type p5Run struct {
+	index                                   int
+	answered, takeover, neitherMax, bothMax float64
+	admitted, bothProbes                    int
+}
+
+// distribution is what P5 measured for one kind, run by run.
 type distribution struct {
-	timings                                 chart.LeaseTimings
-	answered, takeover, neitherMax, bothMax []float64
-	admitted, bothProbes                    []int
+	timings chart.LeaseTimings
+	runs    []p5Run
+}
+
+func (d distribution) takeovers() []float64 {
+	out := make([]float64, 0, len(d.runs))
+	for _, r := range d.runs {
+		out = append(out, r.takeover)
+	}
+	return out
 }
 
 // note puts the distribution into summary.json under keys prefixed with key.
 func (d distribution) note(ctx context.Context, t *testing.T, key string) {
 	t.Helper()
-	noteFailovers(ctx, t, key, d.timings, d.takeover)
-	suite.Note(ctx, t, key+"AnsweredSeconds", d.answered)
-	suite.Note(ctx, t, key+"NeitherWindowMaxSeconds", d.neitherMax)
-	suite.Note(ctx, t, key+"BothWindowMaxSeconds", d.bothMax)
-	suite.Note(ctx, t, key+"ValidatedByBothProbes", d.bothProbes)
-	suite.Note(ctx, t, key+"AdmittedUnvalidated", d.admitted)
+	var answered, neitherMax, bothMax []float64
+	var admitted, bothProbes []int
+	for _, r := range d.runs {
+		answered = append(answered, r.answered)
+		neitherMax = append(neitherMax, r.neitherMax)
+		bothMax = append(bothMax, r.bothMax)
+		admitted = append(admitted, r.admitted)
+		bothProbes = append(bothProbes, r.bothProbes)
+	}
+	noteFailovers(ctx, t, key, d.timings, d.takeovers())
+	suite.Note(ctx, t, key+"AnsweredSeconds", answered)
+	suite.Note(ctx, t, key+"NeitherWindowMaxSeconds", neitherMax)
+	suite.Note(ctx, t, key+"BothWindowMaxSeconds", bothMax)
+	suite.Note(ctx, t, key+"ValidatedByBothProbes", bothProbes)
+	suite.Note(ctx, t, key+"AdmittedUnvalidated", admitted)
 }
 
-// measureDistribution runs the plan's P5 runs of kind k on restricted operator b and checks
-// each.
-func (s *scenarios) measureDistribution(ctx context.Context, t *testing.T, b restricted, k distributionKind) distribution {
+// measureDistribution runs kind k's share of the plan's P5 runs — every len(k.namespaces)-th
+// from share on — on restricted operator b, and checks each.
+func (s *scenarios) measureDistribution(ctx context.Context, t *testing.T, b restricted, k distributionKind, share int) distribution {
 	t.Helper()
 	c := suite.ClusterFrom(ctx, t)
 	t.Cleanup(func() { b.restore(ctx, t) })
@@ -183,39 +226,33 @@ func (s *scenarios) measureDistribution(ctx context.Context, t *testing.T, b res
 	// then the validating call, timeoutSeconds each.
 	hang := 2 * webhookTimeout(ctx, t, c, b)
 	bound := timings.FailoverWindow() + failoverSlack
+	runs := s.plan.DistributionRuns
 
 	d := distribution{timings: timings}
-	late := 0
-	for i := 0; i < s.plan.DistributionRuns; {
+	for i := share; i < runs; i += len(k.namespaces) {
 		f := b.measureFailover(ctx, t, c, k.how, fmt.Sprintf("p5-%s-%d", k.key, i))
-		if killedTooLate(f) {
-			late++
-			if late <= maxLateKills {
-				t.Logf("P5 %s run %d/%d void: %s's pod %s handled its SIGTERM and released its Lease at %s, %.2fs before the kill -9 was asked (the test saw the pod's deletion too late on a busy machine); running it again (%d of %d)",
-					k.key, i+1, s.plan.DistributionRuns, b, f.pod, f.released.Format(time.RFC3339Nano), f.stoppedAt.Sub(f.released).Seconds(), late, maxLateKills)
-				continue
+		for late := 1; killedTooLate(f); late++ {
+			if late > maxLateKills {
+				expect.Errorf(t, "expected to kill %s's pod with kill -9 while it ran untouched in its preStop delay; %d times in a row the pod had handled its SIGTERM and released its Lease first (last: pod %s at %s, %.2fs before the kill): the machine is too busy to time the kill",
+					b, maxLateKills+1, f.pod, f.released.Format(time.RFC3339Nano), f.stoppedAt.Sub(f.released).Seconds())
+				return d
 			}
-			expect.Errorf(t, "expected to kill %s's pod with kill -9 while it ran untouched in its preStop delay; %d times in a row the pod had handled its SIGTERM and released its Lease first (last: pod %s at %s, %.2fs before the kill): the machine is too busy to time the kill",
-				b, late, f.pod, f.released.Format(time.RFC3339Nano), f.stoppedAt.Sub(f.released).Seconds())
-			return d
+			t.Logf("P5 %s run %d/%d void: %s's pod %s handled its SIGTERM and released its Lease at %s, %.2fs before the kill -9 was asked (the test saw the pod's deletion too late on a busy machine); running it again (%d of %d)",
+				k.key, i+1, runs, b, f.pod, f.released.Format(time.RFC3339Nano), f.stoppedAt.Sub(f.released).Seconds(), late, maxLateKills)
+			f = b.measureFailover(ctx, t, c, k.how, fmt.Sprintf("p5-%s-%d-again%d", k.key, i, late))
 		}
-		late = 0
 		checkCommon(t, f, ns)
 		k.check(t, f, ns)
 		neither, both := validatorRuns(f.probes, f.aVerdicts, f.bVerdicts)
 		n, bo := maxSpan(neither), maxSpan(both)
-		d.answered = append(d.answered, round3(f.elapsed.Seconds()))
-		d.takeover = append(d.takeover, round3(f.takeover.Seconds()))
-		d.neitherMax = append(d.neitherMax, round3(n.Seconds()))
-		d.bothMax = append(d.bothMax, round3(bo.Seconds()))
-		d.admitted = append(d.admitted, f.admitted)
-		count := 0
-		for _, r := range both {
-			count += r.count
+		r := p5Run{index: i, answered: round3(f.elapsed.Seconds()), takeover: round3(f.takeover.Seconds()),
+			neitherMax: round3(n.Seconds()), bothMax: round3(bo.Seconds()), admitted: f.admitted}
+		for _, run := range both {
+			r.bothProbes += run.count
 		}
-		d.bothProbes = append(d.bothProbes, count)
+		d.runs = append(d.runs, r)
 		t.Logf("P5 %s run %d/%d: A took %s over %.2fs after %s was %s (answered after %.2fs); longest stretch validated by neither %.2fs, by both %.2fs (%d probes)",
-			k.key, i+1, s.plan.DistributionRuns, ns, f.takeover.Seconds(), b, k.how, f.elapsed.Seconds(), n.Seconds(), bo.Seconds(), count)
+			k.key, i+1, runs, ns, f.takeover.Seconds(), b, k.how, f.elapsed.Seconds(), n.Seconds(), bo.Seconds(), r.bothProbes)
 
 		// M6's rule, per run: no stretch validated by neither or by both lasts longer than
 		// leaseDuration + gracePeriod (+ the measurement slack); a frozen B's stretch of
@@ -236,7 +273,6 @@ func (s *scenarios) measureDistribution(ctx context.Context, t *testing.T, b res
 					i+1, b, k.how, ns, bound, r.count, r.first.name, r.first.sent.Sub(f.stoppedAt).Seconds(), r.last.name, r.span().Seconds())
 			}
 		}
-		i++
 	}
 	return d
 }
@@ -252,10 +288,10 @@ func killedTooLate(f failover) bool {
 // compareLayouts checks that measuring the kinds at once did not shift kind k's takeover.
 func compareLayouts(t *testing.T, k distributionKind, sequential, overlapped distribution) {
 	t.Helper()
-	if len(sequential.takeover) == 0 || len(overlapped.takeover) == 0 {
+	if len(sequential.runs) == 0 || len(overlapped.runs) == 0 {
 		return // a layout without runs has failed already
 	}
-	seq, ovl := slices.Sorted(slices.Values(sequential.takeover)), slices.Sorted(slices.Values(overlapped.takeover))
+	seq, ovl := slices.Sorted(slices.Values(sequential.takeovers())), slices.Sorted(slices.Values(overlapped.takeovers()))
 	diff, spread, ok := sameMedians(seq, ovl)
 	t.Logf("P5 %s takeover: one after another median %.3fs (IQR %.3fs, %d runs), at once median %.3fs (IQR %.3fs, %d runs): %+.3fs",
 		k.key, median(seq), iqr(seq), len(seq), median(ovl), iqr(ovl), len(ovl), diff)
