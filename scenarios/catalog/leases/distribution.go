@@ -132,8 +132,9 @@ func uninstallOthers(ctx context.Context, t *testing.T, c *suite.Cluster, ops ma
 }
 
 // distributions measures every kind on its operators of ops the plan's number of times — at
-// once, each operator in its own parallel subtest, or one after another — and returns each
-// kind's distribution.
+// once, each operator in a subtest of its own started from its own goroutine (not t.Parallel,
+// which runs no more subtests at once than -test.parallel, GOMAXPROCS by default: 2 on 2 cores),
+// or one after another — and returns each kind's distribution.
 func (s *scenarios) distributions(ctx context.Context, t *testing.T, ops map[string]restricted, overlap bool) map[string]distribution {
 	t.Helper()
 	layout := "one after another"
@@ -143,24 +144,30 @@ func (s *scenarios) distributions(ctx context.Context, t *testing.T, ops map[str
 	var mu sync.Mutex
 	out := map[string]distribution{}
 	t.Run(layout, func(t *testing.T) {
+		var wg sync.WaitGroup
 		for _, k := range distributionKinds {
 			for share, ns := range k.namespaces {
 				name := k.key
 				if len(k.namespaces) > 1 {
 					name = fmt.Sprintf("%s-%d", k.key, share+1)
 				}
-				t.Run(name, func(t *testing.T) {
-					if overlap {
-						t.Parallel()
-					}
-					d := s.measureDistribution(ctx, t, ops[ns], k, share)
-					mu.Lock()
-					defer mu.Unlock()
-					d.runs = append(d.runs, out[k.key].runs...)
-					out[k.key] = d
-				})
+				measure := func() {
+					t.Run(name, func(t *testing.T) {
+						d := s.measureDistribution(ctx, t, ops[ns], k, share)
+						mu.Lock()
+						defer mu.Unlock()
+						d.runs = append(d.runs, out[k.key].runs...)
+						out[k.key] = d
+					})
+				}
+				if !overlap {
+					measure()
+					continue
+				}
+				wg.Go(measure)
 			}
 		}
+		wg.Wait()
 	})
 	for key, d := range out {
 		slices.SortFunc(d.runs, func(a, b p5Run) int { return a.index - b.index })
