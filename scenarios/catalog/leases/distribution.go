@@ -109,12 +109,10 @@ func (s *scenarios) distributionOperators() map[string]restricted {
 // each holds its Lease and A steps back from its namespace.
 func installOthers(ctx context.Context, t *testing.T, c *suite.Cluster, ops map[string]restricted) {
 	t.Helper()
-	others := slices.Sorted(maps.Keys(ops))
-	others = slices.DeleteFunc(others, func(ns string) bool { return ns == "" })
-	for _, ns := range others {
+	for _, ns := range added(ops) {
 		expect.NoError(t, c.Installer().Install(ctx, ops[ns].rel), "installing %s", ops[ns])
 	}
-	for _, ns := range others {
+	for _, ns := range added(ops) {
 		b := ops[ns]
 		expect.NoError(t, c.Installer().WaitReady(ctx, b.rel, recoverTimeout), "waiting for %s", b)
 		b.settled(ctx, t, c)
@@ -124,11 +122,14 @@ func installOthers(ctx context.Context, t *testing.T, c *suite.Cluster, ops map[
 // uninstallOthers removes what installOthers installed, with the namespaces.
 func uninstallOthers(ctx context.Context, t *testing.T, c *suite.Cluster, ops map[string]restricted) {
 	t.Helper()
-	for _, ns := range slices.Sorted(maps.Keys(ops)) {
-		if b := ops[ns]; ns != "" {
-			expect.NoError(t, c.Installer().Uninstall(ctx, b.rel, release.UninstallOptions{Namespace: true}), "uninstalling %s", b)
-		}
+	for _, ns := range added(ops) {
+		expect.NoError(t, c.Installer().Uninstall(ctx, ops[ns].rel, release.UninstallOptions{Namespace: true}), "uninstalling %s", ops[ns])
 	}
+}
+
+// added are the namespaces of ops' operators that P5 installs beside B, sorted.
+func added(ops map[string]restricted) []string {
+	return slices.DeleteFunc(slices.Sorted(maps.Keys(ops)), func(ns string) bool { return ns == "" })
 }
 
 // distributions measures every kind on its operators of ops the plan's number of times — at

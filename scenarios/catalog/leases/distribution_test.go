@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 )
 
 func TestKilledTooLateOnlyWhenTheReleaseCameBeforeTheKill(t *testing.T) {
@@ -55,4 +58,30 @@ func TestIQR(t *testing.T) {
 	assert.Zero(t, iqr([]float64{3}))
 	assert.InDelta(t, 3.0, iqr([]float64{1, 2, 3, 4, 5}), 1e-9)    // halves {1, 2} and {4, 5}, the median left out
 	assert.InDelta(t, 3.0, iqr([]float64{1, 2, 3, 4, 5, 6}), 1e-9) // halves {1, 2, 3} and {4, 5, 6}
+}
+
+// Every kind of P5 stops operators of its own, so that the kinds can run at once: B for one of
+// them, and for the others releases with B's values, each restricted to its own namespace.
+func TestDistributionOperatorsAreEachKindsOwn(t *testing.T) {
+	timings := chart.LeaseTimings{Duration: 6 * time.Second, RenewInterval: 2 * time.Second, GracePeriod: 2 * time.Second}
+	s := &scenarios{topo: release.NewTopology(timings)}
+	ops := s.distributionOperators()
+
+	seen := map[string]string{}
+	for _, k := range distributionKinds {
+		assert.NotEmpty(t, k.namespaces, "kind %s stops no operator", k.key)
+		for _, ns := range k.namespaces {
+			assert.NotContains(t, seen, ns, "kinds %s and %s share the operator of namespace %q", seen[ns], k.key, ns)
+			seen[ns] = k.key
+		}
+	}
+	assert.Equal(t, s.opB(), ops[""])
+	assert.Equal(t, []string{"p5-freeze-1", "p5-freeze-2", "p5-term"}, added(ops))
+	for _, ns := range added(ops) {
+		assert.Equal(t, ns, ops[ns].rel.RestrictedNamespace())
+		assert.Equal(t, s.opA(), ops[ns].a)
+		got, err := chart.LeaseTimingsOf(ops[ns].rel)
+		assert.NoError(t, err)
+		assert.Equal(t, timings, got, "%s runs with B's lease timings", ops[ns])
+	}
 }
