@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
@@ -81,7 +82,7 @@ func TestDistributionOperatorsAreEachKindsOwn(t *testing.T) {
 		assert.Equal(t, ns, ops[ns].rel.RestrictedNamespace())
 		assert.Equal(t, s.opA(), ops[ns].a)
 		got, err := chart.LeaseTimingsOf(ops[ns].rel)
-		assert.NoError(t, err)
+		require.NoError(t, err)
 		assert.Equal(t, timings, got, "%s runs with B's lease timings", ops[ns])
 	}
 }
