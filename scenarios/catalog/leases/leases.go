@@ -1,7 +1,8 @@
 // Package leases holds the multi-operator lease scenarios (CATALOG.md §M) as e2e-framework
 // features labelled scenario=<ID>. They run against release.Topology: operator A cluster-wide
 // in platform-system, operator B restricted to team-a and holding the Lease
-// dynamo-operator-ns-lock there, tenant team-b served by A alone.
+// dynamo-operator-ns-lock there, tenant team-b served by A alone. P5 installs three more
+// restricted operators with B's values for its own runs, so that its kinds of stop run at once.
 //
 // Who validated or mutated an object is observed, never inferred: each operator's
 // `validate create` / `default` log lines (with their result, "skipped" when the LeaseAware
