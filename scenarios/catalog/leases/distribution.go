@@ -51,13 +51,13 @@ const maxLateKills = 3
 // over repeated runs of each way it can go away — kill -9, SIGTERM (a graceful stop), freeze —
 // with the topology's short lease timings (the plan says how many runs). The three ways run at
 // once, each on restricted operators of its own (distributionKinds), since each run mostly
-// waits for a Lease. Each run
-// is M4/M5's measurement (measureFailover) with its checks; P5 adds the distribution of A's
-// takeover (its "namespace re-included" log line) — min/median/max against leaseDuration +
-// gracePeriod —, when users saw it (the first denial's answer, which a frozen operator delays
-// by its hanging webhook calls), and the stretches in which the namespace was validated by
-// neither operator or by both, from both operators' logs. The compare plan measures the three
-// ways one after another as well, and checks that overlapping them does not shift the medians.
+// waits for a Lease. Each run is M4/M5's measurement (measureFailover) with its checks; P5 adds
+// the distribution of A's takeover (its "namespace re-included" log line) — min/median/max
+// against leaseDuration + gracePeriod —, when users saw it (the first denial's answer, which a
+// frozen operator delays by its hanging webhook calls), and the stretches in which the
+// namespace was validated by neither operator or by both, from both operators' logs. The
+// compare plan measures the three ways one after another as well, and checks that overlapping
+// them does not shift the medians.
 func (s *scenarios) failoverDistribution() types.Feature {
 	var ops map[string]restricted // by namespace, from Setup on
 	return features.New("lease failover time over repeated kill -9, SIGTERM and freeze of restricted operators, with the windows of zero or two validators").
@@ -193,6 +193,7 @@ type distribution struct {
 	runs    []p5Run
 }
 
+// takeovers are the runs' takeover times, in seconds.
 func (d distribution) takeovers() []float64 {
 	out := make([]float64, 0, len(d.runs))
 	for _, r := range d.runs {
