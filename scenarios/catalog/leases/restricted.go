@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -211,7 +212,8 @@ func (b restricted) sigkill(ctx context.Context, t *testing.T, c *suite.Cluster)
 	return st
 }
 
-// deletedAfterScaleToZero scales B to 0 and returns B's pod once it is being deleted.
+// deletedAfterScaleToZero scales B to 0 and returns B's pod once it is being deleted and its
+// node has begun stopping it.
 func (b restricted) deletedAfterScaleToZero(ctx context.Context, t *testing.T, c *suite.Cluster, pod string) *corev1.Pod {
 	t.Helper()
 	b.scale(ctx, t, c, 0)
@@ -225,8 +227,24 @@ func (b restricted) deletedAfterScaleToZero(ctx context.Context, t *testing.T, c
 		deleting = got
 		return got.DeletionTimestamp != nil, release.PodState(got), nil
 	}), "stopping %s", b)
+	// A node restarts a container that exits in a pod it does not yet know is being deleted,
+	// and the restarted process takes its Lease back (it holds it under the pod's name): a busy
+	// node learns of the deletion a moment after the API server. So the pod's container is
+	// killed only once its node has begun stopping it (the node's Killing event).
+	what = fmt.Sprintf("the node to begin stopping pod %s/%s (event %s)", b.rel.Namespace, pod, eventKilling)
+	selector := fields.Set{"involvedObject.uid": string(deleting.UID), "reason": eventKilling}.String()
+	expect.NoError(t, poll.UntilEvery(ctx, what, 20*time.Millisecond, observeTimeout, func(ctx context.Context) (bool, string, error) {
+		events, err := c.Kube().CoreV1().Events(b.rel.Namespace).List(ctx, metav1.ListOptions{FieldSelector: selector})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return len(events.Items) > 0, fmt.Sprintf("%d events %s", len(events.Items), selector), nil
+	}), "stopping %s", b)
 	return deleting
 }
+
+// eventKilling is the reason of the event a node records as it begins to stop a container.
+const eventKilling = "Killing"
 
 // preStopSleep is the preStop sleep of the pod's operator container, 0 when it has none.
 func preStopSleep(p *corev1.Pod) time.Duration {
