@@ -192,7 +192,8 @@ func (b restricted) removeFrozen(ctx context.Context, t *testing.T, c *suite.Clu
 // running pod is restarted by its node at once and would take its Lease back, so B is scaled to
 // 0 first and killed while its pod is being deleted but still in its preStop delay (the
 // chart's shutdownDelaySeconds): the process runs untouched until the kill, since SIGTERM comes
-// only after the delay, and a container of a pod being deleted is not restarted.
+// only after the delay, and a node does not restart a container of a pod it has begun stopping
+// (deletedAfterScaleToZero waits for that).
 func (b restricted) sigkill(ctx context.Context, t *testing.T, c *suite.Cluster) stopped {
 	t.Helper()
 	running := b.onlyPod(ctx, t, c)
