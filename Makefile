@@ -9,7 +9,8 @@ K8S_BIN        := $(GAUNTLET_CACHE)/k8s/$(K8S_VERSION)/bin
 OUTPUT         := _output
 VERSION        ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
 MODULES        := operator scenarios e2e bench
-PACKAGES       := $(foreach m,$(MODULES),./$(m)/...)
+# Every package but the e2e suites, which run through gauntlet-e2e (make e2e, make test).
+UNIT_PACKAGES  := $(foreach m,$(filter-out e2e,$(MODULES)),./$(m)/...)
 FUZZTIME       ?= 60s
 CONTROLLER_GEN := cd operator && go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 CHART_FILES    := charts/dynamo-operator/files
@@ -87,13 +88,20 @@ cluster-logs: cluster-cli ## Export CLUSTER's logs to _output/cluster-logs/CLUST
 	@$(CLUSTER_CLI) logs --provider $(PROVIDER) --name $(CLUSTER) --dest $(OUTPUT)/cluster-logs/$(CLUSTER)
 
 .PHONY: test
-test: lint control-plane kind-host-check kind-node-image ## Lint, every module's tests (unit, envtest, chart, every e2e suite on local), the W checks against Gatekeeper on local, suite autocert on kind, a short fuzz run.
+test: lint control-plane kind-host-check kind-node-image ## Lint, every module's tests (unit, envtest, chart), every e2e suite on local beside the W checks against Gatekeeper (E2E_JOBS at once), suite autocert on kind, a short fuzz run.
 	@mkdir -p $(OUTPUT)/test
-	@echo "• go test ($(PACKAGES)); full log: $(OUTPUT)/test/go-test.log"
-	@go test -count=1 -v -timeout 30m $(PACKAGES) 2>&1 | tee $(OUTPUT)/test/go-test.log | hack/test-summary.sh
-	@echo "• the webhook contract against Gatekeeper on local (built from its module once, then cached); full log: $(OUTPUT)/test/conformance-gatekeeper.log"
-	@go run ./scenarios/tools/cmd/gauntlet-conformance -target gatekeeper -out $(OUTPUT)/test/conformance -- --provider=local \
-	  2>&1 | tee $(OUTPUT)/test/conformance-gatekeeper.log
+	@echo "• go test ($(UNIT_PACKAGES)); full log: $(OUTPUT)/test/go-test.log"
+	@go test -count=1 -v -timeout 30m $(UNIT_PACKAGES) 2>&1 | tee $(OUTPUT)/test/go-test.log | hack/test-summary.sh
+	@echo "• every e2e suite on local, and the webhook contract against Gatekeeper in each of its modes beside them (its binaries built from its module once, then cached); reports: $(OUTPUT)/test/e2e, $(OUTPUT)/test/conformance"
+	@rm -rf $(OUTPUT)/test/e2e; failed=0; \
+	go build -o $(E2E_RUNNER) ./scenarios/tools/cmd/gauntlet-e2e || exit 2; \
+	$(E2E_RUNNER) -suites "$(E2E_SUITES)" -targets gatekeeper -targets-out $(OUTPUT)/test/conformance -jobs "$(E2E_JOBS)" \
+	  -provider local -kubernetes-version $(K8S_VERSION) -timeout $(E2E_TIMEOUT) -out $(OUTPUT)/test/e2e \
+	  -times $(GAUNTLET_CACHE)/e2e/suite-times-test-local.json \
+	  -- --provider=local --kubernetes-version=$(K8S_VERSION) --operator-version=$(VERSION) --e2e-output=$(CURDIR)/$(OUTPUT)/test/e2e || failed=$$?; \
+	[ $$failed -ne 2 ] || exit 2; \
+	go run ./scenarios/tools/cmd/e2e-summary -dir $(OUTPUT)/test/e2e || failed=1; \
+	exit $$failed
 	@echo "• e2e suite autocert on kind (node image built or cached first); full log: $(OUTPUT)/test/e2e-kind.log"
 	@go test -count=1 -v -timeout 45m ./e2e/autocert -args --provider=kind --e2e-output=$(CURDIR)/$(OUTPUT)/test/e2e-kind \
 	  2>&1 | tee $(OUTPUT)/test/e2e-kind.log | hack/test-summary.sh

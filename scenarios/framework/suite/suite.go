@@ -247,7 +247,7 @@ func (s *Suite) Test(t *testing.T) {
 }
 
 func (s *Suite) outputDir() string             { return filepath.Join(s.opts.output, s.spec.Name) }
-func (s *Suite) artifactsDir(of string) string { return ArtifactsDir(s.opts.output, s.spec.Name, of) }
+func (s *Suite) artifactsDir(of string) string { return ArtifactsDir(s.outputDir(), of) }
 
 // Artifact directories other than a scenario's (ArtifactsDir's of).
 const (
@@ -257,11 +257,11 @@ const (
 	ClusterArtifacts = "cluster"
 )
 
-// ArtifactsDir is where the suite named suite, reporting under output (--e2e-output), puts what
-// it collected of one failed scenario (of is its ID), of its failed setup (SetupArtifacts) or of
+// ArtifactsDir is where a suite reporting into dir (--e2e-output/<its name>) puts what it
+// collected of one failed scenario (of is its ID), of its failed setup (SetupArtifacts) or of
 // its cluster (ClusterArtifacts).
-func ArtifactsDir(output, suite, of string) string {
-	return filepath.Join(output, suite, "artifacts", of)
+func ArtifactsDir(dir, of string) string {
+	return filepath.Join(dir, "artifacts", of)
 }
 
 // suiteMode is the certificate mode scenarios are filtered by ("" without a release).

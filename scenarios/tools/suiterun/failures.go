@@ -18,7 +18,7 @@ const messageWidth = 300
 // WriteFailures writes, once every suite has ended, what failed and where to look: each failed
 // scenario's message and artifacts, each suite that ended badly without a failed scenario to
 // show for it, and each such suite's log. Nothing when everything passed.
-func WriteFailures(w io.Writer, suites []SuiteState, output string) {
+func WriteFailures(w io.Writer, suites []SuiteState) {
 	var b strings.Builder
 	for _, s := range suites {
 		if s.Status != Ended || s.OK() {
@@ -37,14 +37,14 @@ func WriteFailures(w io.Writer, suites []SuiteState, output string) {
 				}
 				fmt.Fprintf(&b, "  ✗ %s %s %s\n", s.Name, sc.ID, sc.Title)
 				fmt.Fprintf(&b, "      %s\n", report.FirstLine(sc.Message(), messageWidth))
-				writeIfExists(&b, "artifacts", suite.ArtifactsDir(output, s.Name, sc.ID))
+				writeIfExists(&b, "artifacts", suite.ArtifactsDir(s.Dir, sc.ID))
 			}
 		}
 		switch {
 		case len(setupFailed) > 0:
 			fmt.Fprintf(&b, "  ✗ %s: its setup failed, so its %d scenarios did not run\n", s.Name, len(setupFailed))
 			fmt.Fprintf(&b, "      %s\n", report.FirstLine(setupMessage, messageWidth))
-			writeIfExists(&b, "artifacts", suite.ArtifactsDir(output, s.Name, suite.SetupArtifacts))
+			writeIfExists(&b, "artifacts", suite.ArtifactsDir(s.Dir, suite.SetupArtifacts))
 		case s.Summary == nil:
 			fmt.Fprintf(&b, "  ✗ %s: go test %s without a %s\n", s.Name, exitWords(s.Exit), report.SummaryFile)
 			writeExplanation(&b, s)

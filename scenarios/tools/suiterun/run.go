@@ -33,9 +33,9 @@ type Options struct {
 	Suites []string
 	// Jobs is how many run at once (at least 1).
 	Jobs int
-	// Output holds one directory per suite (--e2e-output): emptied before the suite starts,
-	// its log written there.
-	Output string
+	// Dir is where suite name reports (its --e2e-output/<suite name>: summary.json, artifacts),
+	// emptied before it starts; the run writes its log there.
+	Dir func(name string) string
 	// Command makes the process that runs suite name (GoTest); the run sets its output and
 	// adds suite.RunLogEnv to its environment.
 	Command func(ctx context.Context, name string) *exec.Cmd
@@ -69,7 +69,8 @@ type Runner struct {
 func New(o Options) *Runner {
 	r := &Runner{o: o, start: time.Now()}
 	for _, name := range o.Suites {
-		r.suites = append(r.suites, SuiteState{Name: name, Log: filepath.Join(o.Output, name, LogFile)})
+		dir := o.Dir(name)
+		r.suites = append(r.suites, SuiteState{Name: name, Dir: dir, Log: filepath.Join(dir, LogFile)})
 	}
 	return r
 }
@@ -145,7 +146,7 @@ func (r *Runner) tick() (stop func()) {
 func (r *Runner) runSuite(ctx context.Context, i int) {
 	name := r.o.Suites[i]
 	exit := func() error {
-		dir := filepath.Join(r.o.Output, name)
+		dir := r.suites[i].Dir
 		// An earlier run's summary must not stand for this one, should this one write none.
 		if err := os.RemoveAll(dir); err != nil {
 			return err
@@ -171,7 +172,7 @@ func (r *Runner) runSuite(ctx context.Context, i int) {
 		return err
 	}()
 	var sum *report.Summary
-	if s, err := report.ReadSummary(filepath.Join(r.o.Output, name, report.SummaryFile)); err == nil {
+	if s, err := report.ReadSummary(filepath.Join(r.suites[i].Dir, report.SummaryFile)); err == nil {
 		sum = &s
 	}
 	r.change(func() []Event {

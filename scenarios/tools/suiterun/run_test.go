@@ -27,6 +27,11 @@ func fakeSuites(scripts map[string]string) func(ctx context.Context, name string
 	}
 }
 
+// under puts each suite's directory under out, as `make e2e` does.
+func under(out string) func(string) string {
+	return func(name string) string { return filepath.Join(out, name) }
+}
+
 // syncBuffer is a bytes.Buffer safe to read while the run writes it.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -55,7 +60,7 @@ func TestRunFollowsEverySuiteAndOneFailingStopsNone(t *testing.T) {
 	green := `echo '[   0.1s] ▶ A1 a graph without components is denied'; echo '[   1.1s] ✓ A1 passed (1.0s)'; printf '` + greenSummary + `' "$(basename "$dir")" > "$dir/summary.json"`
 	var display syncBuffer
 	r := New(Options{
-		Suites: []string{"first", "crashes", "last"}, Jobs: 2, Output: out, Display: Plain{W: &display},
+		Suites: []string{"first", "crashes", "last"}, Jobs: 2, Dir: under(out), Display: Plain{W: &display},
 		Command: fakeSuites(map[string]string{
 			"first":   green,
 			"crashes": `echo 'panic: something broke' >&2; exit 2`,
@@ -84,23 +89,23 @@ func TestRunFollowsEverySuiteAndOneFailingStopsNone(t *testing.T) {
 	assert.Contains(t, display.String(), "go test ended (exit status 2) without a summary.json")
 
 	var failures bytes.Buffer
-	WriteFailures(&failures, states, out)
+	WriteFailures(&failures, states)
 	assert.Equal(t, "\nFAILED\n  ✗ crashes: go test ended (exit status 2) without a summary.json\n      panic: something broke\n      log: "+
 		filepath.Join(out, "crashes", LogFile)+"\n", failures.String())
 }
 
 func TestFailuresNameTheScenarioItsMessageAndArtifacts(t *testing.T) {
 	out := t.TempDir()
-	artifacts := suite.ArtifactsDir(out, "autocert", "C1")
+	artifacts := suite.ArtifactsDir(filepath.Join(out, "autocert"), "C1")
 	summary := `{"suite":"autocert","provider":"local","kubernetesVersion":"v1.37.2","startedAt":"2026-12-01T10:00:00Z","seconds":1,"scenarios":[` +
 		`{"id":"A1","title":"a","result":"passed","seconds":1,"details":{}},` +
 		`{"id":"C1","title":"the operator creates its certificate","result":"failed","seconds":30,"details":{"message":"expected a Secret; got none\nsecond line"}}]}`
 	r := New(Options{
-		Suites: []string{"autocert"}, Jobs: 1, Output: out, Display: Plain{W: &syncBuffer{}},
+		Suites: []string{"autocert"}, Jobs: 1, Dir: under(out), Display: Plain{W: &syncBuffer{}},
 		Command: fakeSuites(map[string]string{"autocert": `mkdir -p "$dir/artifacts/C1"; printf '%s' '` + summary + `' > "$dir/summary.json"; exit 1`}),
 	})
 	var b bytes.Buffer
-	WriteFailures(&b, r.Run(context.Background()), out)
+	WriteFailures(&b, r.Run(context.Background()))
 	assert.Equal(t, "\nFAILED\n"+
 		"  ✗ autocert C1 the operator creates its certificate\n"+
 		"      expected a Secret; got none\n"+
@@ -110,18 +115,18 @@ func TestFailuresNameTheScenarioItsMessageAndArtifacts(t *testing.T) {
 
 func TestSetupFailureIsOneFailure(t *testing.T) {
 	out := t.TempDir()
-	require.NoError(t, os.MkdirAll(suite.ArtifactsDir(out, "hostile", suite.SetupArtifacts), 0o750))
+	require.NoError(t, os.MkdirAll(suite.ArtifactsDir(filepath.Join(out, "hostile"), suite.SetupArtifacts), 0o750))
 	scenario := func(id string) string {
 		return `{"id":"` + id + `","title":"t","result":"failed","seconds":0,"details":{"message":"` + suite.SetupFailedPrefix + `creating cluster: port 20000 is in use"}}`
 	}
-	s := SuiteState{Name: "hostile", Status: Ended, Log: filepath.Join(out, "hostile", LogFile), Failed: 2}
+	s := SuiteState{Name: "hostile", Status: Ended, Dir: filepath.Join(out, "hostile"), Log: filepath.Join(out, "hostile", LogFile), Failed: 2}
 	s.Summary = mustSummary(t, `{"suite":"hostile","provider":"local","kubernetesVersion":"","startedAt":"2026-12-01T10:00:00Z","seconds":1,"scenarios":[`+scenario("H1")+","+scenario("H2")+`]}`)
 	var b bytes.Buffer
-	WriteFailures(&b, []SuiteState{s}, out)
+	WriteFailures(&b, []SuiteState{s})
 	assert.Equal(t, "\nFAILED\n"+
 		"  ✗ hostile: its setup failed, so its 2 scenarios did not run\n"+
 		"      creating cluster: port 20000 is in use\n"+
-		"      artifacts: "+suite.ArtifactsDir(out, "hostile", suite.SetupArtifacts)+"\n"+
+		"      artifacts: "+suite.ArtifactsDir(filepath.Join(out, "hostile"), suite.SetupArtifacts)+"\n"+
 		"      log: "+s.Log+"\n", b.String())
 }
 
@@ -143,7 +148,7 @@ func TestAnInterruptReachesEverySuiteAndWaitsForTheirCleanup(t *testing.T) {
 	})
 	defer stop()
 	r = New(Options{
-		Suites: []string{"a", "b", "c"}, Jobs: 2, Output: out, Display: Plain{W: &display},
+		Suites: []string{"a", "b", "c"}, Jobs: 2, Dir: under(out), Display: Plain{W: &display},
 		Command: fakeSuites(map[string]string{"a": cleansUp, "b": cleansUp, "c": cleansUp}),
 	})
 	done := make(chan []SuiteState)

@@ -29,8 +29,8 @@ const buildingActivity = "go test: building"
 type SuiteState struct {
 	Name   string
 	Status Status
-	// Log is the suite's full output (<output>/<suite>/go-test.log).
-	Log            string
+	// Dir is the directory it reports into (Options.Dir); Log, its full output, is in it.
+	Dir, Log       string
 	Started, Ended time.Time
 	// Activity is what it is doing now: the running scenario ("C5 the CA rotates …") or a step
 	// of its own ("Creating cluster e2e-autocert-4242"); "" between two scenarios.

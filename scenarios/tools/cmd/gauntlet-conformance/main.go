@@ -33,7 +33,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/doctor"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/report"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/target"
@@ -191,7 +190,7 @@ func run(names string, jobs int, timeout, out string, suiteArgs []string) int {
 // prints the report.
 func writeAcross(out, heading string, grids []conformance.Grid, ran []report.Summary, reportOf func(i int) string) error {
 	md := heading + "\n\n" + conformance.Across(grids, reportOf)
-	if score := doctorScore(ran); score != "" {
+	if score := conformance.DoctorScore(ran); score != "" {
 		md += "\n" + score + "\n"
 	}
 	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte(md), 0o644); err != nil { //nolint:gosec // G306: a report for people to read
@@ -219,40 +218,21 @@ func runTarget(ctx context.Context, root, path string, t *target.Target, jobs in
 		return conformance.Grid{}, nil, fail("%v", err)
 	}
 	start := time.Now()
-	fmt.Printf("conformance: target %s (%s), modes %s; building its images …\n", t.Name, describeSource(t), strings.Join(t.CertModes.Declared(), ", "))
+	fmt.Printf("conformance: target %s (%s), modes %s; building its images …\n", t.Name, conformance.DescribeSource(t), strings.Join(t.CertModes.Declared(), ", "))
 	if _, err := t.Images(ctx, os.Stdout); err != nil {
 		return conformance.Grid{}, nil, fail("%v", err)
 	}
-	modes := t.CertModes.Declared()
-	pid := strconv.Itoa(os.Getpid() % 100000)
+	tr := conformance.TargetRun{Path: path, Target: t, Out: out}
 	r := suiterun.New(suiterun.Options{
-		Suites: modes, Jobs: jobs, Output: out, Display: suiterun.Plain{W: os.Stdout},
+		Suites: t.CertModes.Declared(), Jobs: jobs, Dir: tr.Dir, Display: suiterun.Plain{W: os.Stdout},
 		Command: func(ctx context.Context, mode string) *exec.Cmd {
-			args := append([]string{"--target=" + path, "--target-mode=" + mode, "--suite-name=" + mode,
-				"--e2e-output=" + out, "--cluster-name=" + "w-" + t.Name + "-" + strings.ToLower(mode) + "-" + pid}, suiteArgs...)
-			return suiterun.GoTest(root, timeout, args)(ctx, "conformance")
+			return suiterun.GoTest(root, timeout, append(slices.Clone(suiteArgs), tr.Args(mode)...))(ctx, conformance.Suite)
 		},
 	})
 	r.Run(ctx)
 
-	summaries, logs := map[string]*report.Summary{}, map[string]string{}
-	for _, m := range modes {
-		logs[m] = filepath.Join(suiterun.DisplayPath(out), m, suiterun.LogFile)
-		s, err := report.ReadSummary(filepath.Join(out, m, report.SummaryFile))
-		if err != nil {
-			summaries[m] = nil
-			continue
-		}
-		summaries[m] = &s
-	}
-	g := conformance.NewGrid(t, summaries, logs)
-	var ran []report.Summary
-	for _, m := range modes {
-		if s := summaries[m]; s != nil {
-			ran = append(ran, *s)
-		}
-	}
-	if err := writeReport(out, t, g, ran); err != nil {
+	g, ran, err := tr.Report()
+	if err != nil {
 		return g, ran, fail("%v", err)
 	}
 	fmt.Printf("\n%s\nconformance: target %s in %s; report: %s\n", g.Markdown(), t.Name, time.Since(start).Round(time.Second),
@@ -261,70 +241,4 @@ func runTarget(ctx context.Context, root, path string, t *target.Target, jobs in
 		return g, ran, 1
 	}
 	return g, ran, 0
-}
-
-// doctorScore is the generic doctor's precision and recall over the faults W6 and W7 left to it
-// (a fault the target does not repair), for reports; "" when it ran against none.
-func doctorScore(ran []report.Summary) string {
-	if score := doctor.ScoreOf(ran).String(); score != "" {
-		return score + " (W6, W7: `kubectl webhook-doctor` against a fault the target does not repair)"
-	}
-	return ""
-}
-
-func describeSource(t *target.Target) string {
-	switch s := t.Source; {
-	case s.Module != nil:
-		return s.Module.Path + "@" + s.Module.Version
-	case s.Dir != "":
-		return "source " + filepath.Join(t.Dir(), s.Dir)
-	}
-	return "images " + strings.Join(t.Source.Images, ", ")
-}
-
-// writeReport writes report.md (the grid, what was changed from the chart's defaults and why,
-// the stand-ins, where each mode's report is) and summary.json (the grid's cells).
-func writeReport(out string, t *target.Target, g conformance.Grid, ran []report.Summary) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Conformance of target %s\n\n%s\n\nSource: %s. Chart %s, release %s in namespace %s.\n\n",
-		t.Name, t.Description, describeSource(t), t.Chart.Path, t.Chart.Release, t.Chart.Namespace)
-	if len(ran) > 0 {
-		fmt.Fprintf(&b, "Provider %s, Kubernetes %s.\n\n", ran[0].Provider, ran[0].KubernetesVersion)
-	}
-	b.WriteString(g.Markdown())
-	if score := doctorScore(ran); score != "" {
-		b.WriteString("\n" + score + "\n")
-	}
-	overrides := func(heading string, list []target.Override) {
-		if len(list) == 0 {
-			return
-		}
-		b.WriteString("\n## " + heading + "\n\n")
-		for _, o := range list {
-			fmt.Fprintf(&b, "- `%s`: %s\n", o.Value, strings.Join(strings.Fields(o.Why), " "))
-		}
-	}
-	overrides("Chart values changed from the defaults users get", t.Chart.Overrides)
-	for _, m := range t.CertModes.Declared() {
-		overrides("Values of mode "+m+" beyond what the target documents for it", t.CertModes.Mode(m).Overrides)
-	}
-	if len(t.Source.StandIns) > 0 {
-		b.WriteString("\n## Stand-ins: images that cannot be built here, run as gauntlet's stand-in\n\n")
-		for _, si := range t.Source.StandIns {
-			fmt.Fprintf(&b, "- `%s` (%s), in place of %s: %s\n", si.Image, si.Runs, strings.Join(strings.Fields(si.Replaces), " "), strings.Join(strings.Fields(si.Why), " "))
-		}
-	}
-	b.WriteString("\n## Each mode's report\n\n")
-	for _, m := range t.CertModes.Declared() {
-		fmt.Fprintf(&b, "- %s: [%s](%s/%s), [%s](%s/%s), [%s](%s/%s), artifacts of failures under %s/artifacts/\n", m,
-			report.SummaryFile, m, report.SummaryFile, report.JUnitFile, m, report.JUnitFile, suiterun.LogFile, m, suiterun.LogFile, m)
-	}
-	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte(b.String()), 0o644); err != nil { //nolint:gosec // G306: a report for people to read
-		return err
-	}
-	data, err := json.MarshalIndent(g, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(out, report.SummaryFile), append(data, '\n'), 0o644) //nolint:gosec // G306: a report for people to read
 }

@@ -8,6 +8,14 @@
 // that many (suiterun.CheckCapacity) and exits 2, naming the limit, when it does not. On a
 // terminal it keeps one line per running suite; otherwise it prints plain progress lines. It
 // ends with every failure's message, artifacts and log, and exits 1 when a suite failed.
+//
+// With -targets, the W checks against those targets run beside the suites, each certificate
+// mode a target declares one more run of the conformance suite in a cluster of its own (named
+// <target>/<mode>), as `make e2e-conformance` runs them: their reports and grid go to
+// <targets-out>/<target>/, and what fails the run is the grid, which knows the target's declared
+// divergences (`make test` runs Gatekeeper's modes so):
+//
+//	go run ./scenarios/tools/cmd/gauntlet-e2e -suites "autocert hostile" -targets gatekeeper -targets-out _output/conformance -out _output/e2e -- --provider=local --e2e-output=$PWD/_output/e2e
 package main
 
 import (
@@ -15,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -23,9 +32,12 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chainsaw"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/target"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/workspace"
+	"github.com/gauntlet-dev/gauntlet/scenarios/tools/conformance"
 	"github.com/gauntlet-dev/gauntlet/scenarios/tools/matrix"
 	"github.com/gauntlet-dev/gauntlet/scenarios/tools/suiterun"
 
@@ -34,17 +46,34 @@ import (
 )
 
 func main() {
-	suites := flag.String("suites", "", "suites under e2e/, space-separated: those with no recorded time start first, in this order, then the others longest first by their last times on this machine and provider (kept in "+durationsPath("<provider>")+" by runs of whole suites)")
+	suites := flag.String("suites", "", "suites under e2e/, space-separated: those with no recorded time start first, in this order, then the others longest first by their last times (-times)")
+	times := flag.String("times", "", "where the suites' last times on this machine are kept, by runs of whole suites (default "+durationsPath("<provider>")+"); a run of other suites or other plans keeps its own")
 	jobs := flag.String("jobs", "", "how many suites run at once (E2E_JOBS; default: what the machine holds)")
 	provider := flag.String("provider", cluster.DefaultProvider, "the suites' provider (PROVIDER), for the default of -jobs and the capacity check; pass --provider to the suites too")
 	version := flag.String("kubernetes-version", suite.DefaultKubernetesVersion, "the suites' Kubernetes version (K8S_VERSION): kind's node image is built for it first")
 	timeout := flag.String("timeout", "30m", "go test -timeout of each suite")
 	out := flag.String("out", "_output/e2e", "the suites' report directory (their --e2e-output): each suite's log goes to <out>/<suite>/"+suiterun.LogFile)
+	targets := flag.String("targets", "", "targets (names under scenarios/targets, or paths to descriptions), space-separated, whose W checks run beside the suites, every mode they declare")
+	targetsOut := flag.String("targets-out", "_output/conformance", "where the targets' grids and each mode's report go: <targets-out>/<target>/")
 	flag.Parse()
-	os.Exit(run(strings.Fields(*suites), *jobs, *provider, *version, *timeout, *out, flag.Args()))
+	if *times == "" {
+		*times = durationsPath(*provider)
+	}
+	os.Exit(run(options{
+		suites: strings.Fields(*suites), targets: strings.Fields(*targets), jobs: *jobs, provider: *provider, version: *version,
+		timeout: *timeout, out: *out, targetsOut: *targetsOut, times: *times, suiteArgs: flag.Args(),
+	}))
 }
 
-func run(suites []string, jobsArg, provider, version, timeout, out string, suiteArgs []string) int {
+// options are the command's flags and the suites' arguments.
+type options struct {
+	suites, targets                                          []string
+	jobs, provider, version, timeout, out, targetsOut, times string
+	suiteArgs                                                []string
+}
+
+func run(o options) int {
+	suites, jobsArg, provider, version, timeout, out, durationsFile, suiteArgs := o.suites, o.jobs, o.provider, o.version, o.timeout, o.out, o.times, o.suiteArgs
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
 		return 2
@@ -59,6 +88,10 @@ func run(suites []string, jobsArg, provider, version, timeout, out string, suite
 	if out, err = filepath.Abs(out); err != nil {
 		return fail("%v", err)
 	}
+	targetRuns, err := loadTargets(o.targets, o.targetsOut)
+	if err != nil {
+		return fail("%v", err)
+	}
 	p, err := cluster.Lookup(provider)
 	if err != nil {
 		return fail("%v", err)
@@ -67,7 +100,8 @@ func run(suites []string, jobsArg, provider, version, timeout, out string, suite
 	if err != nil {
 		return fail("reading this machine's capacity: %v", err)
 	}
-	jobs, why := suiterun.DefaultJobs(p.Footprint, machine, len(suites)), "what this machine holds"
+	runs := runsOf(suites, targetRuns, out)
+	jobs, why := suiterun.DefaultJobs(p.Footprint, machine, len(runs.names)), "what this machine holds"
 	if jobsArg != "" {
 		if jobs, err = strconv.Atoi(jobsArg); err != nil || jobs < 1 {
 			return fail("E2E_JOBS=%s: give a number of suites, at least 1", jobsArg)
@@ -89,12 +123,11 @@ func run(suites []string, jobsArg, provider, version, timeout, out string, suite
 	}
 
 	// With fewer slots than suites, the longest suite started last would run on alone.
-	durationsFile := durationsPath(provider)
 	durations, err := suiterun.ReadDurations(durationsFile)
 	if err != nil {
 		return fail("reading the suites' last times: %v", err)
 	}
-	suites = durations.LongestFirst(suites)
+	names := durations.LongestFirst(runs.names)
 
 	var display suiterun.Display = suiterun.Plain{W: os.Stdout}
 	if fd := int(os.Stdout.Fd()); term.IsTerminal(fd) {
@@ -102,8 +135,8 @@ func run(suites []string, jobsArg, provider, version, timeout, out string, suite
 		display = &suiterun.Live{W: os.Stdout, Width: width}
 	}
 	r := suiterun.New(suiterun.Options{
-		Suites: suites, Jobs: jobs, Output: out, Display: display,
-		Command: suiterun.GoTest(root, timeout, suiteArgs),
+		Suites: names, Jobs: jobs, Dir: runs.dir, Display: display,
+		Command: runs.command(root, timeout, suiteArgs),
 	})
 	ctx, stop := suiterun.CancelOnSignal(context.Background(), func(sig os.Signal, first bool) {
 		if first {
@@ -119,17 +152,31 @@ func run(suites []string, jobsArg, provider, version, timeout, out string, suite
 			return fail("%v", err)
 		}
 	}
+	// Built once before the runs, each of which would otherwise build them inside its own time
+	// (several at once, the first time).
+	if err := buildTargets(ctx, targetRuns); err != nil {
+		return fail("%v", err)
+	}
+	if runs.conformance() && !selectsScenarios(suiteArgs) {
+		if _, err := chainsaw.Build(ctx, root, os.Stdout); err != nil {
+			return fail("%v", err)
+		}
+	}
 
 	fmt.Printf("e2e: %d suites on %s, %d at once (%s; %d cores, %.1f GiB free), longest first by their last times (%s): %s; each suite's log: %s\n",
-		len(suites), provider, jobs, why, machine.Cores, machine.Memory.Free/(1<<30), suiterun.DisplayPath(durationsFile), strings.Join(suites, " "),
+		len(names), provider, jobs, why, machine.Cores, machine.Memory.Free/(1<<30), suiterun.DisplayPath(durationsFile), strings.Join(names, " "),
 		filepath.Join(suiterun.DisplayPath(out), "<suite>", suiterun.LogFile))
 	start := time.Now()
 	states := r.Run(ctx)
 	var sum time.Duration
+	var ofSuites []suiterun.SuiteState
 	failed := false
 	for _, s := range states {
 		sum += s.Elapsed(s.Ended)
-		failed = failed || !s.OK()
+		if _, ofTarget := runs.targetMode[s.Name]; !ofTarget {
+			ofSuites = append(ofSuites, s)
+			failed = failed || !s.OK()
+		}
 	}
 	fmt.Printf("e2e: %d suites in %s, up to %d at once (their own times add up to %s)\n",
 		len(states), time.Since(start).Round(time.Second), jobs, sum.Round(time.Second))
@@ -140,11 +187,116 @@ func run(suites []string, jobsArg, provider, version, timeout, out string, suite
 			fmt.Fprintf(os.Stderr, "e2e: ⚠ keeping the suites' times for the next run's order: %v\n", err)
 		}
 	}
-	suiterun.WriteFailures(os.Stdout, states, out)
+	suiterun.WriteFailures(os.Stdout, ofSuites)
+	// A target's mode fails its suite on a declared divergence too: its grid says what is unexpected.
+	for _, tr := range targetRuns {
+		g, _, err := tr.Report()
+		if err != nil {
+			return fail("%v", err)
+		}
+		fmt.Printf("\n%s\ne2e: target %s's grid: %s\n", g.Markdown(), tr.Target.Name, filepath.Join(suiterun.DisplayPath(tr.Out), "report.md"))
+		if changed := g.Changed(); len(changed) > 0 {
+			fmt.Printf("\nFAILED: target %s, cells its description does not declare:\n  ✗ %s\n", tr.Target.Name, strings.Join(changed, "\n  ✗ "))
+			failed = true
+		}
+	}
 	if failed {
 		return 1
 	}
 	return 0
+}
+
+// runs are the run's suites and targets' modes, by the name each has in it: a suite's own, or
+// <target>/<mode>.
+type runs struct {
+	names      []string
+	out        string
+	targetMode map[string]targetMode
+}
+
+// targetMode is one mode of a target's run.
+type targetMode struct {
+	run  conformance.TargetRun
+	mode string
+}
+
+func runsOf(suites []string, targetRuns []conformance.TargetRun, out string) runs {
+	rs := runs{names: slices.Clone(suites), out: out, targetMode: map[string]targetMode{}}
+	for _, tr := range targetRuns {
+		for _, m := range tr.Target.CertModes.Declared() {
+			name := tr.Target.Name + "/" + m
+			rs.names = append(rs.names, name)
+			rs.targetMode[name] = targetMode{run: tr, mode: m}
+		}
+	}
+	return rs
+}
+
+// dir is where the run named name reports: a suite under out, a target's mode under the
+// target's own directory.
+func (rs runs) dir(name string) string {
+	if tm, ok := rs.targetMode[name]; ok {
+		return tm.run.Dir(tm.mode)
+	}
+	return filepath.Join(rs.out, name)
+}
+
+// command runs a suite with the suites' arguments, a target's mode as the conformance suite
+// with its target's after them.
+func (rs runs) command(root, timeout string, suiteArgs []string) func(ctx context.Context, name string) *exec.Cmd {
+	return func(ctx context.Context, name string) *exec.Cmd {
+		if tm, ok := rs.targetMode[name]; ok {
+			return suiterun.GoTest(root, timeout, append(slices.Clone(suiteArgs), tm.run.Args(tm.mode)...))(ctx, conformance.Suite)
+		}
+		return suiterun.GoTest(root, timeout, suiteArgs)(ctx, name)
+	}
+}
+
+// conformance says whether the conformance suite runs: Chainsaw runs a target's own tests in it.
+func (rs runs) conformance() bool {
+	return len(rs.targetMode) > 0 || slices.Contains(rs.names, conformance.Suite)
+}
+
+// loadTargets loads every target named (before any cluster starts, so that a misspelt one is
+// reported first), each run reporting under <out>/<target>/.
+func loadTargets(names []string, out string) ([]conformance.TargetRun, error) {
+	out, err := filepath.Abs(out)
+	if err != nil {
+		return nil, err
+	}
+	var trs []conformance.TargetRun
+	for _, name := range names {
+		path, err := suite.TargetPath(name)
+		if err != nil {
+			return nil, err
+		}
+		t, err := target.Load(path)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(trs, func(o conformance.TargetRun) bool { return o.Target.Name == t.Name }) {
+			return nil, fmt.Errorf("-targets names target %s twice: its reports would overwrite each other", t.Name)
+		}
+		trs = append(trs, conformance.TargetRun{Path: path, Target: t, Out: filepath.Join(out, t.Name)})
+	}
+	return trs, nil
+}
+
+// buildTargets builds every target's images and empties its report directory.
+func buildTargets(ctx context.Context, trs []conformance.TargetRun) error {
+	for _, tr := range trs {
+		fmt.Printf("e2e: target %s (%s), modes %s; building its images …\n", tr.Target.Name, conformance.DescribeSource(tr.Target), strings.Join(tr.Target.CertModes.Declared(), ", "))
+		if _, err := tr.Target.Images(ctx, os.Stdout); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(tr.Out); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(tr.Out, 0o750); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // durationsPath is where the suites' last times on provider are kept.

@@ -1,4 +1,4 @@
-package main
+package conformance
 
 import (
 	"os"
@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/target"
-	"github.com/gauntlet-dev/gauntlet/scenarios/tools/conformance"
 )
 
 func TestTheReportListsEveryStandIn(t *testing.T) {
@@ -18,7 +17,8 @@ func TestTheReportListsEveryStandIn(t *testing.T) {
 		{Image: "alpine/k8s:1.30.0", Runs: "exitAtOnce", Replaces: "the CRD upgrade hook Job", Why: "the chart's crds/ installs them."},
 	}}}
 	out := t.TempDir()
-	require.NoError(t, writeReport(out, tg, conformance.Grid{}, nil))
+	_, _, err := TargetRun{Target: tg, Out: out}.Report()
+	require.NoError(t, err)
 	got, err := os.ReadFile(filepath.Join(out, "report.md")) //nolint:gosec // G304: the test's own report
 	require.NoError(t, err)
 	assert.Contains(t, string(got), "## Stand-ins: images that cannot be built here, run as gauntlet's stand-in\n\n"+
