@@ -22,6 +22,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,22 +190,31 @@ func run(o options) int {
 		}
 	}
 	suiterun.WriteFailures(os.Stdout, ofSuites)
-	// A target's mode fails its suite on a declared divergence too: its grid says what is unexpected.
-	for _, tr := range targetRuns {
-		g, _, err := tr.Report()
-		if err != nil {
-			return fail("%v", err)
-		}
-		fmt.Printf("\n%s\ne2e: target %s's grid: %s\n", g.Markdown(), tr.Target.Name, filepath.Join(suiterun.DisplayPath(tr.Out), "report.md"))
-		if changed := g.Changed(); len(changed) > 0 {
-			fmt.Printf("\nFAILED: target %s, cells its description does not declare:\n  ✗ %s\n", tr.Target.Name, strings.Join(changed, "\n  ✗ "))
-			failed = true
-		}
+	unexpected, err := reportTargets(os.Stdout, targetRuns)
+	if err != nil {
+		return fail("%v", err)
 	}
-	if failed {
+	if failed || unexpected {
 		return 1
 	}
 	return 0
+}
+
+// reportTargets writes each target's grid and prints it, and says whether a cell is unexpected.
+// A mode's suite fails on a declared divergence too, so its grid, not its exit, is the verdict.
+func reportTargets(w io.Writer, trs []conformance.TargetRun) (unexpected bool, err error) {
+	for _, tr := range trs {
+		g, _, err := tr.Report()
+		if err != nil {
+			return unexpected, err
+		}
+		_, _ = fmt.Fprintf(w, "\n%s\ne2e: target %s's grid: %s\n", g.Markdown(), tr.Target.Name, filepath.Join(suiterun.DisplayPath(tr.Out), "report.md"))
+		if changed := g.Changed(); len(changed) > 0 {
+			_, _ = fmt.Fprintf(w, "\nFAILED: target %s, cells its description does not declare:\n  ✗ %s\n", tr.Target.Name, strings.Join(changed, "\n  ✗ "))
+			unexpected = true
+		}
+	}
+	return unexpected, nil
 }
 
 // runs are the run's suites and targets' modes, by the name each has in it: a suite's own, or
