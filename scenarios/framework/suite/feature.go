@@ -164,6 +164,7 @@ func (f *recordedFeature) finish() {
 	f.endPhase()
 	f.mu.Unlock()
 	running.Delete(t.Name())
+	s.cluster.ledger.end(f.id())
 
 	result := report.Passed
 	switch {

@@ -29,8 +29,10 @@ const dynamoGroup = "nvidia.com"
 // object slipped in unvalidated. A fault (a killed operator, a rotation, a hostile request) must
 // never cost a user an object or a change, nor leave behind an object no webhook checked.
 type ledger struct {
-	mu      sync.Mutex
-	scope   string // the scenario writing now; entries are kept per scenario
+	mu sync.Mutex
+	// scopes are the scenarios running now; entries are kept per scenario, and a write made
+	// while several run at once (LabelAtOnce) is each one's, as no request says whose it is.
+	scopes  map[string]bool
 	entries map[ledgerKey]*ledgerEntry
 }
 
@@ -48,13 +50,22 @@ type ledgerEntry struct {
 	invalid bool
 }
 
-func newLedger() *ledger { return &ledger{entries: map[ledgerKey]*ledgerEntry{}} }
+func newLedger() *ledger {
+	return &ledger{scopes: map[string]bool{}, entries: map[ledgerKey]*ledgerEntry{}}
+}
 
 // begin starts recording for scenario id.
 func (l *ledger) begin(id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.scope = id
+	l.scopes[id] = true
+}
+
+// end stops recording for scenario id; what it recorded stays for lost.
+func (l *ledger) end(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.scopes, id)
 }
 
 // wrap is a rest.Config WrapTransport: it records the writes that succeed.
@@ -120,7 +131,7 @@ func (l *ledger) record(w write, body []byte) {
 	defer l.mu.Unlock()
 	if w.method == http.MethodDelete {
 		for k, e := range l.entries {
-			if k.scope == l.scope && k.namespace == w.namespace &&
+			if l.scopes[k.scope] && k.namespace == w.namespace &&
 				(w.namespaceDeleted || (k.resource == w.resource && (w.collection || k.name == w.name))) {
 				e.deleted = true
 			}
@@ -138,17 +149,21 @@ func (l *ledger) record(w write, body []byte) {
 	if err := json.Unmarshal(body, &obj); err != nil || obj.Metadata.Name == "" {
 		return
 	}
-	// A write to an object being deleted (a finalizer coming off) does not bring it back.
-	l.entries[ledgerKey{scope: l.scope, resource: w.resource, namespace: w.namespace, name: obj.Metadata.Name}] =
-		&ledgerEntry{gvr: w.gvr, uid: obj.Metadata.UID, spec: canonicalJSON(obj.Spec), deleted: obj.Metadata.DeletionTimestamp != ""}
+	for scope := range l.scopes {
+		// A write to an object being deleted (a finalizer coming off) does not bring it back.
+		l.entries[ledgerKey{scope: scope, resource: w.resource, namespace: w.namespace, name: obj.Metadata.Name}] =
+			&ledgerEntry{gvr: w.gvr, uid: obj.Metadata.UID, spec: canonicalJSON(obj.Spec), deleted: obj.Metadata.DeletionTimestamp != ""}
+	}
 }
 
-// admittedInvalid marks the current scenario's object as invalid on purpose.
+// admittedInvalid marks the running scenarios' object as invalid on purpose.
 func (l *ledger) admittedInvalid(resource, namespace, name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e := l.entries[ledgerKey{scope: l.scope, resource: resource, namespace: namespace, name: name}]; e != nil {
-		e.invalid = true
+	for scope := range l.scopes {
+		if e := l.entries[ledgerKey{scope: scope, resource: resource, namespace: namespace, name: name}]; e != nil {
+			e.invalid = true
+		}
 	}
 }
 

@@ -57,13 +57,35 @@ func TestLedgerRecordsLastWriteAndDeletions(t *testing.T) {
 	assert.False(t, a.deleted)
 	assert.True(t, l.entries[ledgerKey{scope: "T6", resource: "dynamographdeployments", namespace: "t6", name: "b"}].deleted)
 
+	l.end("T6")
 	l.begin("T7")
 	ns, _ := parseWrite(http.MethodDelete, "/api/v1/namespaces/t6")
 	l.record(ns, nil)
 	assert.False(t, a.deleted, "another scenario's namespace deletion is not this scenario's")
+	l.end("T7")
 	l.begin("T6")
 	l.record(ns, nil)
 	assert.True(t, a.deleted, "deleting the namespace deletes its objects")
+}
+
+// Scenarios that run at once share what is written meanwhile: no request says whose it is, so
+// each checks it after itself; a write once a scenario ended is not that one's.
+func TestLedgerGivesAWriteToEveryScenarioRunningAtOnce(t *testing.T) {
+	l := newLedger()
+	l.begin("M4")
+	l.begin("M5")
+	created, _ := parseWrite(http.MethodPost, "/apis/nvidia.com/v1alpha1/namespaces/team-a/dynamographdeployments")
+	l.record(created, []byte(`{"metadata":{"name":"g","uid":"1"},"spec":{}}`))
+	l.end("M4")
+	l.record(created, []byte(`{"metadata":{"name":"h","uid":"2"},"spec":{}}`))
+
+	key := func(scope, name string) ledgerKey {
+		return ledgerKey{scope: scope, resource: "dynamographdeployments", namespace: "team-a", name: name}
+	}
+	assert.Contains(t, l.entries, key("M4", "g"))
+	assert.Contains(t, l.entries, key("M5", "g"))
+	assert.NotContains(t, l.entries, key("M4", "h"), "written after M4 ended")
+	assert.Contains(t, l.entries, key("M5", "h"))
 }
 
 // A spec read back through the dynamic client (int64 numbers) equals the one the write
