@@ -31,6 +31,9 @@ type phase struct {
 	// nested says it ran inside another phase (a build within the cluster's creation), whose
 	// time holds its own.
 	nested bool
+	// atOnce says it ran at once with other phases so marked (scenarios of features that run
+	// at once): their times overlap.
+	atOnce bool
 }
 
 func (p phase) holds(w poll.Wait) bool {
@@ -73,16 +76,17 @@ func renderProfile(p profile) string {
 	fmt.Fprintf(&w, "Wall time %s, from the suite's start to this file.\n\n", seconds(p.wall))
 
 	fmt.Fprintf(&w, "## Phases\n\n")
-	fmt.Fprintf(&w, "The suite's steps and scenarios in the order they ran. ↳ marks a step inside the phase above it: its time is part of that one's. ")
+	fmt.Fprintf(&w, "The suite's steps and scenarios in the order they began. ↳ marks a step inside the phase above it: its time is part of that one's. ")
+	fmt.Fprintf(&w, "∥ marks scenarios that ran at once: their times overlap, so their shares add up to more than the time they took together. ")
 	fmt.Fprintf(&w, "A phase's waits are those that began in it (kind, what, how long, where).\n\n")
 	fmt.Fprintf(&w, "| phase | took | share | longest waits |\n|---|---:|---:|---|\n")
-	var accounted time.Duration
 	for _, ph := range p.phases {
 		title := ph.title
-		if ph.nested {
+		switch {
+		case ph.nested:
 			title = "↳ " + title
-		} else {
-			accounted += ph.took
+		case ph.atOnce:
+			title = "∥ " + title
 		}
 		var waits []poll.Wait
 		for _, wt := range p.waits {
@@ -97,7 +101,7 @@ func renderProfile(p profile) string {
 		}
 		fmt.Fprintf(&w, "| %s | %s | %s | %s |\n", report.MarkdownCell(title), seconds(ph.took), share(ph.took, p.wall), strings.Join(longest, "<br>"))
 	}
-	rest := max(p.wall-accounted, 0)
+	rest := max(p.wall-p.covered(), 0)
 	fmt.Fprintf(&w, "| the rest: between the phases above (the reports, the cluster's logs, check S1, …) | %s | %s | |\n\n", seconds(rest), share(rest, p.wall))
 
 	sites := p.bySite()
@@ -110,6 +114,31 @@ func renderProfile(p profile) string {
 		fmt.Fprintf(&w, "| %s | %s | %d | %s | %s | %s |\n", p.site(s.site), s.kind, s.count, seconds(s.total), seconds(s.longest.Took), report.MarkdownCell(s.longest.What))
 	}
 	return w.String()
+}
+
+// covered is the wall time some phase not nested in another took: the time of phases that ran
+// at once counted once.
+func (p profile) covered() time.Duration {
+	var spans []phase
+	for _, ph := range p.phases {
+		if !ph.nested {
+			spans = append(spans, ph)
+		}
+	}
+	slices.SortFunc(spans, func(a, b phase) int { return a.start.Compare(b.start) })
+	var total time.Duration
+	var until time.Time // the end of the spans counted so far
+	for _, ph := range spans {
+		start, end := ph.start, ph.start.Add(ph.took)
+		if start.Before(until) {
+			start = until
+		}
+		if end.After(start) {
+			total += end.Sub(start)
+			until = end
+		}
+	}
+	return total
 }
 
 // waitSite is the waits of one line.

@@ -61,6 +61,21 @@ func TestProfileGivesEachPhaseItsShareOfTheWallTime(t *testing.T) {
 	assert.Contains(t, row(t, out, "the rest: between the phases above (the reports, the cluster's logs, check S1, …)"), "| 20.0s | 20.0 % |")
 }
 
+// Scenarios that ran at once each show their own time; the rest counts the time they
+// overlapped once.
+func TestProfileCountsPhasesAtOnceOnce(t *testing.T) {
+	p := aProfile()
+	h1 := p.phases[3]
+	p.phases = append(p.phases[:3],
+		phase{title: "H1 malformed bodies", start: h1.start, took: 30 * time.Second, atOnce: true},
+		phase{title: "H2 slow clients", start: h1.start.Add(10 * time.Second), took: 40 * time.Second, atOnce: true})
+	out := renderProfile(p)
+	assert.Contains(t, row(t, out, "∥ H1 malformed bodies"), "| 30.0s | 30.0 % |")
+	assert.Contains(t, row(t, out, "∥ H2 slow clients"), "| 40.0s | 40.0 % |")
+	// H1 and H2 together span 50 s, from 30 s to 80 s: 100 − 20 − 10 − 50 are left.
+	assert.Contains(t, row(t, out, "the rest: between the phases above (the reports, the cluster's logs, check S1, …)"), "| 20.0s | 20.0 % |")
+}
+
 func TestProfileShowsAPhasesLongestThreeWaits(t *testing.T) {
 	h1 := row(t, renderProfile(aProfile()), "H1 malformed bodies")
 	assert.Regexp(t, "awaited 7.0s: the pod to answer again \\(`scenarios/catalog/hostile/a.go:10`\\)<br>"+

@@ -49,11 +49,17 @@ func (p *progress) phase(title string, fn func() error) error {
 
 // begin keeps a phase that starts now; the returned func ends it. A phase begun while another
 // runs is nested in it: its time is part of the other's.
-func (p *progress) begin(title string) (end func()) {
+func (p *progress) begin(title string) (end func()) { return p.beginPhase(title, false) }
+
+// beginAtOnce keeps a phase that starts now and runs at once with the others begun so (the
+// scenarios of a suite's features that run at once): it is nested in none of them.
+func (p *progress) beginAtOnce(title string) (end func()) { return p.beginPhase(title, true) }
+
+func (p *progress) beginPhase(title string, atOnce bool) (end func()) {
 	p.phasesMu.Lock()
 	defer p.phasesMu.Unlock()
 	i := len(p.phases)
-	p.phases = append(p.phases, phase{title: title, start: time.Now(), nested: p.running > 0})
+	p.phases = append(p.phases, phase{title: title, start: time.Now(), nested: !atOnce && p.running > 0, atOnce: atOnce})
 	p.running++
 	return func() {
 		p.phasesMu.Lock()
