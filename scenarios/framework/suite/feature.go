@@ -22,6 +22,9 @@ import (
 type recordedFeature struct {
 	inner types.Feature
 	suite *Suite
+	// atOnce says it runs at once with other features (LabelAtOnce): its phase of the profile
+	// overlaps theirs instead of nesting in the one begun first.
+	atOnce bool
 
 	stepsOnce sync.Once
 	steps     []types.Step
@@ -82,7 +85,11 @@ func (f *recordedFeature) start(ctx context.Context, t *testing.T, _ *envconf.Co
 		t.Fatal(err)
 	}
 	f.mu.Lock()
-	f.t, f.started, f.endPhase = t, time.Now(), s.progress.begin(f.Name())
+	begin := s.progress.begin
+	if f.atOnce {
+		begin = s.progress.beginAtOnce
+	}
+	f.t, f.started, f.endPhase = t, time.Now(), begin(f.Name())
 	f.mu.Unlock()
 	s.cluster.ledger.begin(f.id())
 	running.Store(t.Name(), f.id())

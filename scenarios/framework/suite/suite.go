@@ -50,6 +50,11 @@ const (
 	LabelCertMode = "certmode"
 	// LabelSuite marks namespaces the suite created, so a kept cluster can be cleaned.
 	LabelSuite = release.SuiteNamespaceLabel
+	// LabelAtOnce names a group of features that run at once (e2e-framework's TestInParallel):
+	// features next to each other in Spec.Features with the same value start together, and the
+	// feature after them once they all ended. For scenarios that mostly wait and share nothing
+	// they change, e.g. each stopping an operator of its own.
+	LabelAtOnce = "at-once"
 )
 
 // Timeouts of the suite's own steps.
@@ -162,7 +167,9 @@ func (s *Suite) Run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "suite %s: %v\n", s.spec.Name, err)
 		return 2
 	}
-	s.env = env.NewWithConfig(cfg)
+	// Only TestInParallel reads it: the features of a LabelAtOnce group run at once, all
+	// others one after another.
+	s.env = env.NewWithConfig(cfg.WithParallelTestEnabled())
 	if f := flag.Lookup("test.list"); cfg.DryRunMode() || (f != nil && f.Value.String() != "") {
 		// `go test -list` and --dry-run only name the scenarios: no cluster, no report.
 		return m.Run()
@@ -235,15 +242,46 @@ func (s *Suite) Run(m *testing.M) int {
 	return code
 }
 
-// Test runs the suite's scenarios; call it from the suite's only test function.
+// Test runs the suite's scenarios in order, those of a LabelAtOnce group at once; call it from
+// the suite's only test function.
 func (s *Suite) Test(t *testing.T) {
 	t.Helper()
-	feats := s.selected()
-	wrapped := make([]types.Feature, len(feats))
-	for i, f := range feats {
-		wrapped[i] = &recordedFeature{inner: f, suite: s}
+	for _, group := range atOnceGroups(s.selected()) {
+		atOnce := len(group) > 1
+		wrapped := make([]types.Feature, len(group))
+		for i, f := range group {
+			wrapped[i] = &recordedFeature{inner: f, suite: s, atOnce: atOnce}
+		}
+		if atOnce {
+			s.env.TestInParallel(t, wrapped...)
+		} else {
+			s.env.Test(t, wrapped...)
+		}
 	}
-	s.env.Test(t, wrapped...)
+}
+
+// atOnceGroups splits feats, in order, into the features that run at once: each run of
+// neighbours with the same LabelAtOnce value is one group, every other feature one of its own.
+func atOnceGroups(feats []types.Feature) [][]types.Feature {
+	var groups [][]types.Feature
+	last := ""
+	for _, f := range feats {
+		label := atOnceLabel(f)
+		if label != "" && label == last {
+			groups[len(groups)-1] = append(groups[len(groups)-1], f)
+			continue
+		}
+		groups = append(groups, []types.Feature{f})
+		last = label
+	}
+	return groups
+}
+
+func atOnceLabel(f types.Feature) string {
+	if v := f.Labels()[LabelAtOnce]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 func (s *Suite) outputDir() string             { return filepath.Join(s.opts.output, s.spec.Name) }

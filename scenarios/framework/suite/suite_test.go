@@ -143,3 +143,20 @@ func TestReleaseStepHandsTheStepTheClusterAndTheRelease(t *testing.T) {
 	assert.Same(t, r, gotR, "the release in the context")
 	assert.Equal(t, true, out.Value(mark{}), "the step's context is the step func's")
 }
+
+// Neighbours with the same at-once label run together; the same label further on starts a
+// group of its own, and a feature without the label runs alone.
+func TestAtOnceGroupsAreRunsOfNeighbours(t *testing.T) {
+	atOnce := func(id, group string) types.Feature {
+		return features.New("waits").WithLabel(LabelScenario, id).WithLabel(LabelAtOnce, group).
+			Assess("it holds", func(ctx context.Context, _ *testing.T, _ *envconf.Config) context.Context { return ctx }).Feature()
+	}
+	var got []string
+	for _, g := range atOnceGroups([]types.Feature{
+		feature("M1"), atOnce("M4", "failovers"), atOnce("M5", "failovers"), atOnce("M12", "failovers"),
+		feature("M6"), feature("M7"), atOnce("X1", "other"), atOnce("X2", "failovers"),
+	}) {
+		got = append(got, ids(g))
+	}
+	assert.Equal(t, []string{"M1", "M4 M5 M12", "M6", "M7", "X1", "X2"}, got)
+}
