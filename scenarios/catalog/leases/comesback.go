@@ -77,7 +77,7 @@ func (s *scenarios) comesBack() types.Feature {
 			// B validates the last probes (it is back); its lines may trail its answers too.
 			vB := verdicts(logsCaughtUp(ctx, bLog, ns, probes[max(0, len(probes)-3):]), ns)
 
-			bothBound := s.bothBound(t)
+			bothBound := b.bothBound(t)
 			var admitted []string
 			byA, byB, byBoth := 0, 0, 0
 			for _, p := range probes {

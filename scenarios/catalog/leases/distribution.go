@@ -3,7 +3,6 @@ package leases
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
-	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
@@ -103,33 +101,6 @@ func (s *scenarios) distributionOperators() map[string]restricted {
 		}
 	}
 	return out
-}
-
-// installOthers installs the restricted operators of ops that P5 adds beside B, and waits until
-// each holds its Lease and A steps back from its namespace.
-func installOthers(ctx context.Context, t *testing.T, c *suite.Cluster, ops map[string]restricted) {
-	t.Helper()
-	for _, ns := range added(ops) {
-		expect.NoError(t, c.Installer().Install(ctx, ops[ns].rel), "installing %s", ops[ns])
-	}
-	for _, ns := range added(ops) {
-		b := ops[ns]
-		expect.NoError(t, c.Installer().WaitReady(ctx, b.rel, recoverTimeout), "waiting for %s", b)
-		b.settled(ctx, t, c)
-	}
-}
-
-// uninstallOthers removes what installOthers installed, with the namespaces.
-func uninstallOthers(ctx context.Context, t *testing.T, c *suite.Cluster, ops map[string]restricted) {
-	t.Helper()
-	for _, ns := range added(ops) {
-		expect.NoError(t, c.Installer().Uninstall(ctx, ops[ns].rel, release.UninstallOptions{Namespace: true}), "uninstalling %s", ops[ns])
-	}
-}
-
-// added are the namespaces of ops' operators that P5 installs beside B, sorted.
-func added(ops map[string]restricted) []string {
-	return slices.DeleteFunc(slices.Sorted(maps.Keys(ops)), func(ns string) bool { return ns == "" })
 }
 
 // distributions measures every kind on its operators of ops the plan's number of times — at

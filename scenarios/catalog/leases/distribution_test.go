@@ -1,6 +1,8 @@
 package leases
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/release"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/suite"
 )
 
 func TestKilledTooLateOnlyWhenTheReleaseCameBeforeTheKill(t *testing.T) {
@@ -85,4 +88,38 @@ func TestDistributionOperatorsAreEachKindsOwn(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, timings, got, "%s runs with B's lease timings", ops[ns])
 	}
+}
+
+// M4, M5 and M12 run at once, each stopping a restricted operator of its own with B's values:
+// none of them shares an operator with another, with B or with P5.
+func TestFailoversAtOnceStopOperatorsOfTheirOwn(t *testing.T) {
+	timings := chart.LeaseTimings{Duration: 6 * time.Second, RenewInterval: 2 * time.Second, GracePeriod: 2 * time.Second}
+	s := &scenarios{topo: release.NewTopology(timings)}
+	taken := map[string]string{release.TeamANamespace: "B"}
+	for _, ns := range added(s.distributionOperators()) {
+		taken[ns] = "P5"
+	}
+	for _, id := range []string{"M4", "M5", "M12"} {
+		own := s.ownOperator(id)
+		ns := own.rel.RestrictedNamespace()
+		assert.NotContains(t, taken, ns, "%s and %s share the operator of namespace %q", id, taken[ns], ns)
+		taken[ns] = id
+		assert.Equal(t, ns, own.rel.Namespace, "%s's operator is installed in the namespace it serves", id)
+		assert.Equal(t, s.opA(), own.a)
+		got, err := chart.LeaseTimingsOf(own.rel)
+		require.NoError(t, err)
+		assert.Equal(t, timings, got, "%s runs with B's lease timings", own)
+	}
+}
+
+// The suite runs neighbours with the same at-once label together: M4, M5 and M12 are next to
+// each other, and no other scenario of the list is in their group.
+func TestFailoversAtOnceAreNeighbours(t *testing.T) {
+	var group []string
+	for i, f := range Features(release.NewTopology(chart.DefaultLeaseTimings()), &QuickPlan) {
+		if slices.Contains(f.Labels()[suite.LabelAtOnce], failoversAtOnce) {
+			group = append(group, fmt.Sprintf("%d:%s", i, f.Labels()[suite.LabelScenario][0]))
+		}
+	}
+	assert.Equal(t, []string{"4:M4", "5:M5", "6:M12"}, group)
 }

@@ -338,31 +338,39 @@ func checkGraceful(t *testing.T, f failover, ns string) {
 	}
 }
 
-// failoverFeature builds M4 and M5: repetitions with the topology's timings, and with the
-// full plan one more with the chart's defaults.
+// failoverFeature builds M4 and M5: repetitions with the topology's timings on a restricted
+// operator of the scenario's own (so that M4, M5 and M12 run at once), and with the full plan
+// one more with the chart's defaults. That one upgrades A, so it waits until no scenario
+// running at once relies on A's pods (aRollouts), and it stops B, whose lease timings the
+// topology upgrades with A's.
 func (s *scenarios) failoverFeature(id, name string, how stopKind, check func(*testing.T, failover, string)) types.Feature {
 	prefix := strings.ToLower(id)
-	measure := func(ctx context.Context, t *testing.T, c *suite.Cluster, label string) failover {
-		ns := s.opB().rel.RestrictedNamespace()
-		f := s.opB().measureFailover(ctx, t, c, how, prefix+"-"+label)
+	own := s.ownOperator(id)
+	measure := func(ctx context.Context, t *testing.T, c *suite.Cluster, b restricted, label string) failover {
+		ns := b.rel.RestrictedNamespace()
+		f := b.measureFailover(ctx, t, c, how, prefix+"-"+label)
 		checkCommon(t, f, ns)
 		check(t, f, ns)
 		return f
 	}
 	return features.New(name).
 		WithLabel(suite.LabelScenario, id).
+		WithLabel(suite.LabelAtOnce, failoversAtOnce).
+		Setup(s.installOwn(own)).
 		Assess("with short lease timings, repeatedly", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			s.aRollouts.RLock()
+			defer s.aRollouts.RUnlock()
 			c := suite.ClusterFrom(ctx, t)
-			t.Cleanup(func() { s.opB().restore(ctx, t) })
+			t.Cleanup(func() { own.restore(ctx, t) })
 			timings, err := s.topo.LeaseTimings()
 			expect.NoError(t, err, "reading the lease timings of the topology")
 			var secs []float64
 			var admitted []int
 			for i := range s.plan.Repetitions {
-				f := measure(ctx, t, c, fmt.Sprint(i))
+				f := measure(ctx, t, c, own, fmt.Sprint(i))
 				secs = append(secs, round3(f.elapsed.Seconds()))
 				admitted = append(admitted, f.admitted)
-				t.Logf("repetition %d/%d: A took %s over %.2fs after B was %s", i+1, s.plan.Repetitions, s.opB().rel.RestrictedNamespace(), f.elapsed.Seconds(), how)
+				t.Logf("repetition %d/%d: A took %s over %.2fs after B was %s", i+1, s.plan.Repetitions, own.rel.RestrictedNamespace(), f.elapsed.Seconds(), how)
 			}
 			noteFailovers(ctx, t, "short", timings, secs)
 			suite.Note(ctx, t, "shortAdmittedUnvalidated", admitted)
@@ -374,6 +382,8 @@ func (s *scenarios) failoverFeature(id, name string, how stopKind, check func(*t
 				// message should not carry this note.
 				t.Skipf("the %s plan measures only with short timings (the full plan adds the defaults)", s.plan)
 			}
+			s.aRollouts.Lock()
+			t.Cleanup(s.aRollouts.Unlock) // after the timings are back (cleanups run last first)
 			c := suite.ClusterFrom(ctx, t)
 			t.Cleanup(func() { s.opB().restore(ctx, t) })
 			short, err := s.topo.LeaseTimings()
@@ -381,11 +391,12 @@ func (s *scenarios) failoverFeature(id, name string, how stopKind, check func(*t
 			defaults := chart.DefaultLeaseTimings()
 			s.setTimings(ctx, t, c, defaults)
 			t.Cleanup(func() { s.setTimings(ctx, t, c, short) })
-			f := measure(ctx, t, c, "defaults")
+			f := measure(ctx, t, c, s.opB(), "defaults")
 			noteFailovers(ctx, t, "default", defaults, []float64{round3(f.elapsed.Seconds())})
 			suite.Note(ctx, t, "defaultAdmittedUnvalidated", f.admitted)
 			return ctx
 		}).
+		Teardown(uninstallOwn(own)).
 		Feature()
 }
 

@@ -20,11 +20,10 @@ import (
 // probe's round trip on a loaded machine.
 const bothSlack = 2 * time.Second
 
-// bothBound is how long a hand-over may leave B's namespace validated by both operators: B's
+// bothBound is how long a hand-over may leave b's namespace validated by both operators: b's
 // drain timeout (the chart's drainTimeoutSeconds) + bothSlack.
-func (s *scenarios) bothBound(t *testing.T) time.Duration {
+func (b restricted) bothBound(t *testing.T) time.Duration {
 	t.Helper()
-	b := s.opB()
 	drain, err := b.rel.DrainTimeout()
 	expect.NoError(t, err, "reading %s's drain timeout", b)
 	return drain + bothSlack
@@ -74,17 +73,22 @@ func during(handovers []handover, r probeRun) (handover, bool) {
 // logs. No probe may be validated by nobody — not while B starts (it takes its Lease only once
 // the API server reaches its webhooks), not while it stops (it deletes its Lease before it
 // drains). Both may validate a probe only during a hand-over, for at most B's drain timeout +
-// bothSlack.
+// bothSlack. B is a restricted operator of M12's own, so that it runs at once with M4 and M5.
 func (s *scenarios) handoverWindows() types.Feature {
+	own := s.ownOperator("M12")
 	return features.New("no admission in a restricted operator's namespace is validated by nobody while the operator starts or stops; both operators validate it only for a bounded moment of each hand-over").
 		WithLabel(suite.LabelScenario, "M12").
+		WithLabel(suite.LabelAtOnce, failoversAtOnce).
+		Setup(s.installOwn(own)).
 		Assess("stop and start B again and again under probes: who validated each", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			s.aRollouts.RLock()
+			defer s.aRollouts.RUnlock()
 			c := suite.ClusterFrom(ctx, t)
-			t.Cleanup(func() { s.opB().restore(ctx, t) })
-			a, b := s.opA(), s.opB()
+			t.Cleanup(func() { own.restore(ctx, t) })
+			a, b := own.a, own
 			ns := b.rel.RestrictedNamespace()
-			bothBound := s.bothBound(t)
-			s.opB().settled(ctx, t, c)
+			bothBound := b.bothBound(t)
+			b.settled(ctx, t, c)
 
 			aRestarts := restarts(ctx, t, c, a)
 			defer expectNoRestarts(ctx, t, c, a, aRestarts)
@@ -113,11 +117,11 @@ func (s *scenarios) handoverWindows() types.Feature {
 			cycles := s.plan.HandoverCycles
 			var handovers []handover
 			for i := 1; i <= cycles; i++ {
-				st := s.opB().stop(ctx, t, c)
+				st := b.stop(ctx, t, c)
 				handovers = append(handovers, handover{what: fmt.Sprintf("stop %d", i), from: st.asked,
 					to: seenValidating(a, aLog, st.asked, fmt.Sprintf("B's stop %d", i))})
 				startedAt := time.Now()
-				s.opB().start(ctx, t, c)
+				b.start(ctx, t, c)
 				handovers = append(handovers, handover{what: fmt.Sprintf("start %d", i), from: startedAt,
 					to: seenValidating(b.operator, bLog, startedAt, fmt.Sprintf("B's start %d", i))})
 			}
@@ -173,6 +177,7 @@ func (s *scenarios) handoverWindows() types.Feature {
 				cycles, len(probes), ns, probeEvery, len(neither), strings.Join(table, "\n  "))
 			return ctx
 		}).
+		Teardown(uninstallOwn(own)).
 		Feature()
 }
 

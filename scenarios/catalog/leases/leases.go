@@ -1,8 +1,9 @@
 // Package leases holds the multi-operator lease scenarios (CATALOG.md §M) as e2e-framework
 // features labelled scenario=<ID>. They run against release.Topology: operator A cluster-wide
 // in platform-system, operator B restricted to team-a and holding the Lease
-// dynamo-operator-ns-lock there, tenant team-b served by A alone. P5 installs three more
-// restricted operators with B's values for its own runs, so that its kinds of stop run at once.
+// dynamo-operator-ns-lock there, tenant team-b served by A alone. M4, M5 and M12 each install a
+// restricted operator with B's values of their own, and run at once (suite.LabelAtOnce); P5
+// installs three more for its own runs, so that its kinds of stop run at once.
 //
 // Who validated or mutated an object is observed, never inferred: each operator's
 // `validate create` / `default` log lines (with their result, "skipped" when the LeaseAware
@@ -12,6 +13,7 @@ package leases
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/e2e-framework/pkg/types"
@@ -85,10 +87,10 @@ func Features(topo *release.Topology, plan *Plan) []types.Feature {
 		s.whoValidates(),         // M2
 		s.configurations(),       // M3
 		s.reconciled(),           // M10, while the topology is as installed
-		s.killFailover(),         // M4
+		s.killFailover(),         // M4, M5 and M12 at once (failoversAtOnce)
 		s.gracefulFailover(),     // M5
-		s.comesBack(),            // M6
 		s.handoverWindows(),      // M12
+		s.comesBack(),            // M6
 		s.mutationSkipped(),      // M7
 		s.leasePermissions(),     // M8
 		s.uncertifiedStop(),      // M9
@@ -101,6 +103,26 @@ func Features(topo *release.Topology, plan *Plan) []types.Feature {
 type scenarios struct {
 	topo *release.Topology
 	plan *Plan
+	// aRollouts orders the scenarios that run at once around rollouts of A: each holds it
+	// shared while it relies on A's pods staying as they are (installing its restricted
+	// operator, measuring), and an upgrade of A's lease timings holds it alone, since A's new
+	// pods would void every measurement running meanwhile (expectNoRestarts).
+	aRollouts sync.RWMutex
+}
+
+// failoversAtOnce is the suite.LabelAtOnce of M4, M5 and M12: each stops and starts a restricted
+// operator of its own (installed in ownNamespaces) and mostly waits for Leases, so they run
+// at once.
+const failoversAtOnce = "failovers"
+
+// ownNamespaces are the namespaces of the restricted operators M4, M5 and M12 install for
+// themselves, with B's values, by scenario ID.
+var ownNamespaces = map[string]string{"M4": "m4-kill", "M5": "m5-stop", "M12": "m12-handover"}
+
+// ownOperator is the restricted operator scenario id stops: a release with B's values in the
+// scenario's namespace of ownNamespaces, named "B-<id>" in messages.
+func (s *scenarios) ownOperator(id string) restricted {
+	return restrictedOperator("B-"+id, s.topo.RestrictedIn(ownNamespaces[id]), s.opA())
 }
 
 // Timeouts of the scenarios' own waits; the failover bounds themselves come from the lease

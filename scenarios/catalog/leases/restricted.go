@@ -3,6 +3,7 @@ package leases
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/cluster"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/expect"
@@ -352,5 +354,52 @@ func expectNoRestarts(ctx context.Context, t *testing.T, c *suite.Cluster, op op
 			expect.Errorf(t, "%s's container in pod %s restarted during the measurement (restarts %d → %d, last termination: %s), which the scenario did not cause: the measurement is void",
 				op, name, n, cs.RestartCount, last)
 		}
+	}
+}
+
+// installOthers installs the restricted operators of ops (by namespace; "" is B's) that a
+// scenario adds beside B, and waits until each holds its Lease and A steps back from its
+// namespace.
+func installOthers(ctx context.Context, t *testing.T, c *suite.Cluster, ops map[string]restricted) {
+	t.Helper()
+	for _, ns := range added(ops) {
+		expect.NoError(t, c.Installer().Install(ctx, ops[ns].rel), "installing %s", ops[ns])
+	}
+	for _, ns := range added(ops) {
+		b := ops[ns]
+		expect.NoError(t, c.Installer().WaitReady(ctx, b.rel, recoverTimeout), "waiting for %s", b)
+		b.settled(ctx, t, c)
+	}
+}
+
+// uninstallOthers removes what installOthers installed, with the namespaces.
+func uninstallOthers(ctx context.Context, t *testing.T, c *suite.Cluster, ops map[string]restricted) {
+	t.Helper()
+	for _, ns := range added(ops) {
+		expect.NoError(t, c.Installer().Uninstall(ctx, ops[ns].rel, release.UninstallOptions{Namespace: true}), "uninstalling %s", ops[ns])
+	}
+}
+
+// added are the namespaces of ops' operators that a scenario installs beside B, sorted.
+func added(ops map[string]restricted) []string {
+	return slices.DeleteFunc(slices.Sorted(maps.Keys(ops)), func(ns string) bool { return ns == "" })
+}
+
+// installOwn is the Setup of a scenario that stops a restricted operator of its own, b: it
+// installs b beside B, holding aRollouts shared since settling b needs A's pods as they are.
+func (s *scenarios) installOwn(b restricted) features.Func {
+	return func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		s.aRollouts.RLock()
+		defer s.aRollouts.RUnlock()
+		installOthers(ctx, t, suite.ClusterFrom(ctx, t), map[string]restricted{b.rel.RestrictedNamespace(): b})
+		return ctx
+	}
+}
+
+// uninstallOwn is the Teardown of a scenario that installed b with installOwn.
+func uninstallOwn(b restricted) features.Func {
+	return func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		uninstallOthers(ctx, t, suite.ClusterFrom(ctx, t), map[string]restricted{b.rel.RestrictedNamespace(): b})
+		return ctx
 	}
 }
