@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -372,11 +373,19 @@ func installOthers(ctx context.Context, t *testing.T, c *suite.Cluster, ops map[
 	}
 }
 
-// uninstallOthers removes what installOthers installed, with the namespaces.
+// uninstallOthers removes what installOthers installed, with the namespaces, all at once: each
+// mostly waits, for its pod's preStop delay and its namespace's deletion (about 10 s).
 func uninstallOthers(ctx context.Context, t *testing.T, c *suite.Cluster, ops map[string]restricted) {
 	t.Helper()
-	for _, ns := range added(ops) {
-		expect.NoError(t, c.Installer().Uninstall(ctx, ops[ns].rel, release.UninstallOptions{Namespace: true}), "uninstalling %s", ops[ns])
+	namespaces := added(ops)
+	errs := make([]error, len(namespaces))
+	var wg sync.WaitGroup
+	for i, ns := range namespaces {
+		wg.Go(func() { errs[i] = c.Installer().Uninstall(ctx, ops[ns].rel, release.UninstallOptions{Namespace: true}) })
+	}
+	wg.Wait()
+	for i, ns := range namespaces {
+		expect.NoError(t, errs[i], "uninstalling %s", ops[ns])
 	}
 }
 
