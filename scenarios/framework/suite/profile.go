@@ -77,7 +77,7 @@ func renderProfile(p profile) string {
 
 	fmt.Fprintf(&w, "## Phases\n\n")
 	fmt.Fprintf(&w, "The suite's steps and scenarios in the order they began. ↳ marks a step inside the phase above it: its time is part of that one's. ")
-	fmt.Fprintf(&w, "∥ marks scenarios that ran at once: their times overlap, so their shares add up to more than the time they took together. ")
+	fmt.Fprintf(&w, "∥ marks scenarios that ran at once: their times overlap, so their shares add up to more than the time they took together, and each one's waits include the others'. ")
 	fmt.Fprintf(&w, "A phase's waits are those that began in it (kind, what, how long, where).\n\n")
 	fmt.Fprintf(&w, "| phase | took | share | longest waits |\n|---|---:|---:|---|\n")
 	for _, ph := range p.phases {
