@@ -257,6 +257,10 @@ func (s *Suite) Test(t *testing.T) {
 		} else {
 			s.env.Test(t, wrapped...)
 		}
+		// --fail-fast stops at the first failed feature; each Test call checks only its own.
+		if s.cfg.FailFast() && t.Failed() {
+			return
+		}
 	}
 }
 
