@@ -1,6 +1,8 @@
 package suiterun
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,9 +34,12 @@ type SuiteState struct {
 	// Dir is the directory it reports into (Options.Dir); Log, its full output, is in it.
 	Dir, Log       string
 	Started, Ended time.Time
-	// Activity is what it is doing now: the running scenario ("C5 the CA rotates …") or a step
-	// of its own ("Creating cluster e2e-autocert-4242"); "" between two scenarios.
+	// Activity is what it is doing now: the running scenario ("C5 the CA rotates …"; the last
+	// started, "… (and 2 more at once)", when it runs several at once) or a step of its own
+	// ("Creating cluster e2e-autocert-4242"); "" between two scenarios.
 	Activity string
+	// running are the titles of the scenarios running now, in the order they started.
+	running []string
 	// Passed, Failed and Skipped count the scenarios ended so far; once it ended, those of its
 	// summary.json (which adds the suite-wide check S1).
 	Passed, Failed, Skipped int
@@ -56,10 +61,14 @@ func (s *SuiteState) observe(line string) (suite.ProgressEvent, bool) {
 		return ev, false
 	}
 	switch ev.Kind {
-	case suite.StepStarted, suite.ScenarioStarted:
+	case suite.StepStarted:
 		s.Activity = ev.Title
+	case suite.ScenarioStarted:
+		s.running = append(s.running, ev.Title)
+		s.Activity = s.scenariosRunning()
 	case suite.ScenarioEnded:
-		s.Activity = ""
+		s.running = slices.DeleteFunc(s.running, func(title string) bool { return title == ev.ID || strings.HasPrefix(title, ev.ID+" ") })
+		s.Activity = s.scenariosRunning()
 		switch ev.Result {
 		case report.Passed:
 			s.Passed++
@@ -70,6 +79,18 @@ func (s *SuiteState) observe(line string) (suite.ProgressEvent, bool) {
 		}
 	}
 	return ev, true
+}
+
+// scenariosRunning is the Activity of the scenarios running now: the last started, and how many
+// more run with it.
+func (s *SuiteState) scenariosRunning() string {
+	switch len(s.running) {
+	case 0:
+		return ""
+	case 1:
+		return s.running[0]
+	}
+	return fmt.Sprintf("%s (and %d more at once)", s.running[len(s.running)-1], len(s.running)-1)
 }
 
 func (s *SuiteState) noteExplanation(line string) {

@@ -55,6 +55,15 @@ func TestActivityIsTheSuitesStepUntilAScenarioStarts(t *testing.T) {
 	assert.Empty(t, s.Activity, "between two scenarios")
 }
 
+func TestScenariosRunAtOnceStayTheActivityUntilTheLastEnds(t *testing.T) {
+	s := follow("[  50.0s] ▶ M4 lease failover after kill -9\n[  50.1s] ▶ M5 lease failover after SIGTERM\n[  50.1s] ▶ M12 no admission validated by nobody\n")
+	assert.Equal(t, "M12 no admission validated by nobody (and 2 more at once)", s.Activity)
+	s = follow("[  50.0s] ▶ M4 lease failover after kill -9\n[  50.1s] ▶ M5 lease failover after SIGTERM\n[  50.1s] ▶ M12 no admission validated by nobody\n" +
+		"[ 140.0s] ✓ M12 passed (89.9s)\n[ 180.0s] ✓ M4 passed (130.0s)\n")
+	assert.Equal(t, "M5 lease failover after SIGTERM", s.Activity, "M5 still runs")
+	assert.Equal(t, 2, s.Passed)
+}
+
 func TestTheSummaryHasTheLastWord(t *testing.T) {
 	s := follow(autocertOutput)
 	sum := &report.Summary{Suite: "autocert", Scenarios: []report.Scenario{
