@@ -1,8 +1,10 @@
 package conformance
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,6 +28,18 @@ type TargetRun struct {
 	Path   string
 	Target *target.Target
 	Out    string
+}
+
+// Prepare builds the target's images (their progress to progress) and empties Out for this run,
+// before any mode starts.
+func (r TargetRun) Prepare(ctx context.Context, progress io.Writer) error {
+	if _, err := r.Target.Images(ctx, progress); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(r.Out); err != nil {
+		return err
+	}
+	return os.MkdirAll(r.Out, 0o750)
 }
 
 // Dir is where mode's run reports.

@@ -211,18 +211,12 @@ func writeAcross(out, heading string, grids []conformance.Grid, ran []report.Sum
 // grid, the summaries the modes wrote, and status 1 when a cell is unexpected, 2 when the target
 // could not be run.
 func runTarget(ctx context.Context, root, path string, t *target.Target, jobs int, timeout, out string, suiteArgs []string) (conformance.Grid, []report.Summary, int) {
-	if err := os.RemoveAll(out); err != nil {
-		return conformance.Grid{}, nil, fail("%v", err)
-	}
-	if err := os.MkdirAll(out, 0o750); err != nil {
-		return conformance.Grid{}, nil, fail("%v", err)
-	}
 	start := time.Now()
 	fmt.Printf("conformance: target %s (%s), modes %s; building its images …\n", t.Name, conformance.DescribeSource(t), strings.Join(t.CertModes.Declared(), ", "))
-	if _, err := t.Images(ctx, os.Stdout); err != nil {
+	tr := conformance.TargetRun{Path: path, Target: t, Out: out}
+	if err := tr.Prepare(ctx, os.Stdout); err != nil {
 		return conformance.Grid{}, nil, fail("%v", err)
 	}
-	tr := conformance.TargetRun{Path: path, Target: t, Out: out}
 	r := suiterun.New(suiterun.Options{
 		Suites: t.CertModes.Declared(), Jobs: jobs, Dir: tr.Dir, Display: suiterun.Plain{W: os.Stdout},
 		Command: func(ctx context.Context, mode string) *exec.Cmd {

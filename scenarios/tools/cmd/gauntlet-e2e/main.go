@@ -301,13 +301,7 @@ func loadTargets(names []string, out string) ([]conformance.TargetRun, error) {
 func buildTargets(ctx context.Context, trs []conformance.TargetRun) error {
 	for _, tr := range trs {
 		fmt.Printf("e2e: target %s (%s), modes %s; building its images …\n", tr.Target.Name, conformance.DescribeSource(tr.Target), strings.Join(tr.Target.CertModes.Declared(), ", "))
-		if _, err := tr.Target.Images(ctx, os.Stdout); err != nil {
-			return err
-		}
-		if err := os.RemoveAll(tr.Out); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(tr.Out, 0o750); err != nil {
+		if err := tr.Prepare(ctx, os.Stdout); err != nil {
 			return err
 		}
 	}
