@@ -97,9 +97,14 @@ type symptomReport struct {
 func troubleshootingSymptoms() e2etypes.Feature {
 	var ns string
 	d := &doctorRuns{ns: &ns}
-	// note records what one symptom showed, under its T-ID.
-	note := func(ctx context.Context, t *testing.T, id string, r *symptomReport) {
-		suite.Note(ctx, t, id, *r)
+	// symptom causes one fault and records what it showed in the report, under its T-ID.
+	symptom := func(id string, fault func(context.Context, *testing.T, string, *symptomReport, *doctorRuns)) features.Func {
+		return func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := &symptomReport{}
+			defer func() { suite.Note(ctx, t, id, *r) }()
+			fault(ctx, t, ns, r, d)
+			return ctx
+		}
 	}
 	return features.New("troubleshooting symptoms T1, T2, T3, T6/T7, T8, T9 made generic: the API server's answer, the doctor's diagnosis, the fix").
 		WithLabel(suite.LabelScenario, "W16").
@@ -113,42 +118,12 @@ func troubleshootingSymptoms() e2etypes.Feature {
 			}
 			return ctx
 		}).
-		Assess("T1: a ValidatingWebhookConfiguration deleted: its webhooks' probes admitted unjudged; the doctor names webhook-configurations; re-created as it was", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := &symptomReport{}
-			defer note(ctx, t, "T1", r)
-			deletedConfiguration(ctx, t, ns, r, d)
-			return ctx
-		}).
-		Assess("T2: every namespaceSelector made to require a label the namespace lacks: probes admitted unjudged; the doctor names namespace-selector; the selectors put back", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := &symptomReport{}
-			defer note(ctx, t, "T2", r)
-			unmatchedSelector(ctx, t, ns, r, d)
-			return ctx
-		}).
-		Assess("T3: every caBundle from another CA: x509 unknown authority (Fail) or admitted unjudged (Ignore); the doctor names ca-bundle; repaired by the target or put back", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := &symptomReport{}
-			defer note(ctx, t, "T3", r)
-			foreignBundle(ctx, t, ns, r, d)
-			return ctx
-		}).
-		Assess("T6/T7: the Deployment scaled to 0: the API server's message quoted; the doctor names service-endpoints; scaled back", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := &symptomReport{}
-			defer note(ctx, t, "T6/T7", r)
-			operatorScaledDown(ctx, t, ns, r, d)
-			return ctx
-		}).
-		Assess(`T8: the webhook Service deleted: service "<name>" not found (Fail) or admitted unjudged (Ignore); the doctor names webhook-service; re-created as it was`, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := &symptomReport{}
-			defer note(ctx, t, "T8", r)
-			deletedService(ctx, t, ns, r, d)
-			return ctx
-		}).
-		Assess("T9: the webhook Service pointed at a proxy that delivers every byte sent to the webhook later than timeoutSeconds: context deadline exceeded (Fail) or admitted unjudged (Ignore); the doctor names T9; the selector put back, the proxy deleted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := &symptomReport{}
-			defer note(ctx, t, "T9", r)
-			slowWebhook(ctx, t, ns, r, d)
-			return ctx
-		}).
+		Assess("T1: a ValidatingWebhookConfiguration deleted: its webhooks' probes admitted unjudged; the doctor names webhook-configurations; re-created as it was", symptom("T1", deletedConfiguration)).
+		Assess("T2: every namespaceSelector made to require a label the namespace lacks: probes admitted unjudged; the doctor names namespace-selector; the selectors put back", symptom("T2", unmatchedSelector)).
+		Assess("T3: every caBundle from another CA: x509 unknown authority (Fail) or admitted unjudged (Ignore); the doctor names ca-bundle; repaired by the target or put back", symptom("T3", foreignBundle)).
+		Assess("T6/T7: the Deployment scaled to 0: the API server's message quoted; the doctor names service-endpoints; scaled back", symptom("T6/T7", operatorScaledDown)).
+		Assess(`T8: the webhook Service deleted: service "<name>" not found (Fail) or admitted unjudged (Ignore); the doctor names webhook-service; re-created as it was`, symptom("T8", deletedService)).
+		Assess("T9: the webhook Service pointed at a proxy that delivers every byte sent to the webhook later than timeoutSeconds: context deadline exceeded (Fail) or admitted unjudged (Ignore); the doctor names T9; the selector put back, the proxy deleted", symptom("T9", slowWebhook)).
 		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			c, it := suite.ClusterFrom(ctx, t), suite.TargetFrom(ctx, t)
 			expectAnswers(ctx, t, c, it, ns, time.Now().Add(answerTimeout))
