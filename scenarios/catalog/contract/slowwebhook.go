@@ -105,11 +105,7 @@ func slowWebhook(ctx context.Context, t *testing.T, ns string, r *symptomReport,
 	r.Seen = mergeSeen(r.Seen, "a client that waits", expectAnswersLate(ctx, t, c, it, delay))
 	d.expectNamesAs(ctx, t, r, r.Fault, doctorCheckServingCertificate, "T9", d.run(ctx, t))
 
-	r.Fix = fmt.Sprintf("Service %s's selector put back as it was read before the fault, and the proxy deleted (which closes the connections it held)", ref)
-	fixed := time.Now()
-	expect.NoError(t, restore(ctx), "putting back Service %s's selector and deleting the proxy", ref)
-	expectAnswers(ctx, t, c, it, ns, time.Now().Add(answerTimeout))
-	r.RecoveredAfter = since(fixed)
+	r.applyFix(ctx, t, ns, fmt.Sprintf("Service %s's selector put back as it was read before the fault, and the proxy deleted (which closes the connections it held)", ref), restore, fmt.Sprintf("putting back Service %s's selector and deleting the proxy", ref))
 }
 
 // longestTimeout is the longest timeoutSeconds of webhooks (the API server's default, 10s, for

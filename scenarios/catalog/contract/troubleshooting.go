@@ -131,6 +131,18 @@ func troubleshootingSymptoms() e2etypes.Feature {
 		}).Feature()
 }
 
+// applyFix applies the symptom's documented fix (restore, doing what fix says; doing names it in
+// a failure) and records how long the target's webhooks took to judge their probes again.
+func (r *symptomReport) applyFix(ctx context.Context, t *testing.T, ns, fix string, restore func(context.Context) error, doing string) {
+	t.Helper()
+	c, it := suite.ClusterFrom(ctx, t), suite.TargetFrom(ctx, t)
+	r.Fix = fix
+	fixed := time.Now()
+	expect.NoError(t, restore(ctx), "%s", doing)
+	expectAnswers(ctx, t, c, it, ns, time.Now().Add(answerTimeout))
+	r.RecoveredAfter = since(fixed)
+}
+
 // doctorRuns runs the generic doctor against the target, with the symptoms' namespace as its
 // test namespace, and keeps its diagnoses of the faults.
 type doctorRuns struct {
@@ -225,11 +237,7 @@ func deletedConfiguration(ctx context.Context, t *testing.T, ns string, r *sympt
 	r.Seen = expectSymptom(ctx, t, c, it, ns, r.Fault, lost, judgeUnjudged, expectedUnjudged)
 	d.diagnose(ctx, t, r, r.Fault, doctorCheckConfigurations)
 
-	r.Fix = fmt.Sprintf("ValidatingWebhookConfiguration %s created again as it was read before the deletion", name)
-	fixed := time.Now()
-	expect.NoError(t, restore(ctx), "creating ValidatingWebhookConfiguration %s again", name)
-	expectAnswers(ctx, t, c, it, ns, time.Now().Add(answerTimeout))
-	r.RecoveredAfter = since(fixed)
+	r.applyFix(ctx, t, ns, fmt.Sprintf("ValidatingWebhookConfiguration %s created again as it was read before the deletion", name), restore, fmt.Sprintf("creating ValidatingWebhookConfiguration %s again", name))
 }
 
 // unmatchedSelector is T2: every webhook's namespaceSelector made to require a label no
@@ -257,11 +265,7 @@ func unmatchedSelector(ctx context.Context, t *testing.T, ns string, r *symptomR
 	r.Seen = expectSymptom(ctx, t, c, it, ns, r.Fault, judged, judgeUnjudged, expectedUnjudged)
 	d.diagnose(ctx, t, r, r.Fault, doctorCheckSelector)
 
-	r.Fix = "every namespaceSelector put back as it was"
-	fixed := time.Now()
-	expect.NoError(t, restore(ctx), "putting back the namespaceSelectors of target %s", it.Target.Name)
-	expectAnswers(ctx, t, c, it, ns, time.Now().Add(answerTimeout))
-	r.RecoveredAfter = since(fixed)
+	r.applyFix(ctx, t, ns, "every namespaceSelector put back as it was", restore, fmt.Sprintf("putting back the namespaceSelectors of target %s", it.Target.Name))
 }
 
 // foreignBundle is T3: the caBundle of every webhook of the target's configurations replaced by
@@ -351,11 +355,7 @@ func foreignBundle(ctx context.Context, t *testing.T, ns string, r *symptomRepor
 		r.RepairedAfter = since(injected)
 		return
 	}
-	r.Fix = "every caBundle put back as it was"
-	fixed := time.Now()
-	expect.NoError(t, restore(ctx), "putting back the caBundles of target %s", it.Target.Name)
-	expectAnswers(ctx, t, c, it, ns, time.Now().Add(answerTimeout))
-	r.RecoveredAfter = since(fixed)
+	r.applyFix(ctx, t, ns, "every caBundle put back as it was", restore, fmt.Sprintf("putting back the caBundles of target %s", it.Target.Name))
 }
 
 // operatorDownScenario is the troubleshooting scenario a user meets while no pod serves: T6
@@ -412,11 +412,7 @@ func operatorScaledDown(ctx context.Context, t *testing.T, ns string, r *symptom
 	}
 	d.expectNamesAs(ctx, t, r, r.Fault, doctorCheckEndpoints, operatorDownScenario(it.Served.Webhooks), d.run(ctx, t))
 
-	r.Fix = fmt.Sprintf("kubectl -n %s scale deployment %s --replicas=%d (the chart's)", it.Namespace, it.Served.Deployment, it.Served.Replicas)
-	fixed := time.Now()
-	expect.NoError(t, restore(ctx), "restoring the chart's %d replicas", it.Served.Replicas)
-	expectAnswers(ctx, t, c, it, ns, time.Now().Add(answerTimeout))
-	r.RecoveredAfter = since(fixed)
+	r.applyFix(ctx, t, ns, fmt.Sprintf("kubectl -n %s scale deployment %s --replicas=%d (the chart's)", it.Namespace, it.Served.Deployment, it.Served.Replicas), restore, fmt.Sprintf("restoring the chart's %d replicas", it.Served.Replicas))
 }
 
 // deletedService is T8: the webhook Service deleted.
@@ -447,11 +443,7 @@ func deletedService(ctx context.Context, t *testing.T, ns string, r *symptomRepo
 	}, func(w probed) string { return expectedFailedCall(w, notFound) })
 	d.diagnose(ctx, t, r, r.Fault, doctorCheckService)
 
-	r.Fix = fmt.Sprintf("Service %s created again as it was read before the deletion", ref)
-	fixed := time.Now()
-	expect.NoError(t, restore(ctx), "creating Service %s again", ref)
-	expectAnswers(ctx, t, c, it, ns, time.Now().Add(answerTimeout))
-	r.RecoveredAfter = since(fixed)
+	r.applyFix(ctx, t, ns, fmt.Sprintf("Service %s created again as it was read before the deletion", ref), restore, fmt.Sprintf("creating Service %s again", ref))
 }
 
 // judgeUnjudged says what s, webhook w's judging probe sent while the API server does not call
