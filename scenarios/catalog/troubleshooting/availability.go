@@ -36,6 +36,16 @@ func scaleDown(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Rel
 	expect.NoError(t, scaleOperator(ctx, c, r, 0), "scaling %s to 0", r)
 }
 
+// scaledBack is T6's and T7's fix: the operator scaled back to the replicas scaleDown recorded;
+// invalid objects in namespace *ns are denied again.
+func scaledBack(ns *string, want *int32) features.Func {
+	return suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
+		expect.NoError(t, scaleOperator(ctx, c, r, *want), "scaling %s back to %d", r, *want)
+		expectEventuallyDenied(ctx, t, c, *ns, "invalid", admissionTimeout)
+		return ctx
+	})
+}
+
 // scaleBack restores the replicas scaleDown recorded (at least one) if the operator has none.
 func scaleBack(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release, want int32) {
 	t.Helper()
@@ -69,11 +79,7 @@ func operatorDownFail() e2etypes.Feature {
 			return ctx
 		}).
 		Assess(doctorNames(&ns, "T6", "service-endpoints")).
-		Assess("fix: kubectl scale --replicas back; admission works again", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
-			expect.NoError(t, scaleOperator(ctx, c, r, want), "scaling %s back to %d", r, want)
-			expectEventuallyDenied(ctx, t, c, ns, "invalid", admissionTimeout)
-			return ctx
-		})).
+		Assess("fix: kubectl scale --replicas back; admission works again", scaledBack(&ns, &want)).
 		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			scaleBack(ctx, t, c, r, want)
 			return ctx
@@ -101,11 +107,7 @@ func operatorDownIgnore() e2etypes.Feature {
 			return ctx
 		}).
 		Assess(doctorNames(&ns, "T7", "service-endpoints")).
-		Assess("restore the operator: invalid objects are denied again", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
-			expect.NoError(t, scaleOperator(ctx, c, r, want), "scaling %s back to %d", r, want)
-			expectEventuallyDenied(ctx, t, c, ns, "invalid", admissionTimeout)
-			return ctx
-		})).
+		Assess("restore the operator: invalid objects are denied again", scaledBack(&ns, &want)).
 		Teardown(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			// The suite's values again: failurePolicy Fail, and the chart's replicas.
 			if err := helmUpgrade(ctx, c, r); err != nil {
