@@ -204,6 +204,16 @@ func expectRandomSerials(t *testing.T, s pki.SecretCertificates) {
 	}
 }
 
+// beforeRestart records the Secret's certificates and the operator's pods, for a check that
+// restarts it.
+func beforeRestart(certs *pki.SecretCertificates, pods *map[k8stypes.UID]bool) features.Func {
+	return suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
+		*certs = mustReadSecret(ctx, t, c, r)
+		*pods = operatorPodUIDs(ctx, t, c, r)
+		return ctx
+	})
+}
+
 // restartKeepsCertificate is C2: restarting the operator while its Secret is valid reuses the
 // certificate instead of generating a new one.
 func restartKeepsCertificate() types.Feature {
@@ -212,11 +222,7 @@ func restartKeepsCertificate() types.Feature {
 	return features.New("operator restart with a valid Secret keeps the certificate").
 		WithLabel(suite.LabelScenario, "C2").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
-		Setup(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
-			before = mustReadSecret(ctx, t, c, r)
-			pods = operatorPodUIDs(ctx, t, c, r)
-			return ctx
-		})).
+		Setup(beforeRestart(&before, &pods)).
 		Assess("rollout restart replaces every operator pod", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			restartOperator(ctx, t, c, r, pods)
 			return ctx
@@ -253,11 +259,7 @@ func deletedSecretRegenerated() types.Feature {
 	return features.New("deleted Secret plus rollout restart regenerates the certificate").
 		WithLabel(suite.LabelScenario, "C3").
 		WithLabel(suite.LabelCertMode, string(chart.Automatic)).
-		Setup(suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
-			before = mustReadSecret(ctx, t, c, r)
-			pods = operatorPodUIDs(ctx, t, c, r)
-			return ctx
-		})).
+		Setup(beforeRestart(&before, &pods)).
 		Assess("kubectl delete secret + rollout restart yields a new CA and certificate", suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 			err := c.Kube().CoreV1().Secrets(r.Namespace).Delete(ctx, r.SecretName(), metav1.DeleteOptions{})
 			expect.NoError(t, err, "deleting Secret %s/%s", r.Namespace, r.SecretName())
