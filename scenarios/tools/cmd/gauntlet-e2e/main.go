@@ -74,26 +74,25 @@ type options struct {
 }
 
 func run(o options) int {
-	suites, jobsArg, provider, version, timeout, out, durationsFile, suiteArgs := o.suites, o.jobs, o.provider, o.version, o.timeout, o.out, o.times, o.suiteArgs
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
 		return 2
 	}
-	if len(suites) == 0 {
+	if len(o.suites) == 0 {
 		return fail("no suites to run (-suites)")
 	}
 	root, err := workspace.Root()
 	if err != nil {
 		return fail("%v", err)
 	}
-	if out, err = filepath.Abs(out); err != nil {
+	if o.out, err = filepath.Abs(o.out); err != nil {
 		return fail("%v", err)
 	}
 	targetRuns, err := loadTargets(o.targets, o.targetsOut)
 	if err != nil {
 		return fail("%v", err)
 	}
-	p, err := cluster.Lookup(provider)
+	p, err := cluster.Lookup(o.provider)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -101,30 +100,30 @@ func run(o options) int {
 	if err != nil {
 		return fail("reading this machine's capacity: %v", err)
 	}
-	runs := runsOf(suites, targetRuns, out)
+	runs := runsOf(o.suites, targetRuns, o.out)
 	jobs, why := suiterun.DefaultJobs(p.Footprint, machine, len(runs.names)), "what this machine holds"
-	if jobsArg != "" {
-		if jobs, err = strconv.Atoi(jobsArg); err != nil || jobs < 1 {
-			return fail("E2E_JOBS=%s: give a number of suites, at least 1", jobsArg)
+	if o.jobs != "" {
+		if jobs, err = strconv.Atoi(o.jobs); err != nil || jobs < 1 {
+			return fail("E2E_JOBS=%s: give a number of suites, at least 1", o.jobs)
 		}
 		why = "E2E_JOBS"
 	}
 	if p.Footprint.SharedCluster && jobs > 1 {
-		return fail("E2E_JOBS=%d with PROVIDER=%s: every suite would use its one cluster, and a suite refuses a cluster holding another suite's release; run them one after another (E2E_JOBS=1)", jobs, provider)
+		return fail("E2E_JOBS=%d with PROVIDER=%s: every suite would use its one cluster, and a suite refuses a cluster holding another suite's release; run them one after another (E2E_JOBS=1)", jobs, o.provider)
 	}
-	if err := suiterun.CheckCapacity("E2E_JOBS", jobs, provider, p.Footprint, machine); err != nil {
+	if err := suiterun.CheckCapacity("E2E_JOBS", jobs, o.provider, p.Footprint, machine); err != nil {
 		lines := "  - " + strings.ReplaceAll(err.Error(), "\n", "\n  - ")
 		if jobs > 1 {
-			return fail("this machine cannot hold %d %s suites at once:\n%s", jobs, provider, lines)
+			return fail("this machine cannot hold %d %s suites at once:\n%s", jobs, o.provider, lines)
 		}
-		fmt.Fprintf(os.Stderr, "e2e: ⚠ this machine is short of what even one %s suite may need; running one at a time anyway:\n%s\n", provider, lines)
+		fmt.Fprintf(os.Stderr, "e2e: ⚠ this machine is short of what even one %s suite may need; running one at a time anyway:\n%s\n", o.provider, lines)
 	}
-	if err := os.MkdirAll(out, 0o750); err != nil {
+	if err := os.MkdirAll(o.out, 0o750); err != nil {
 		return fail("%v", err)
 	}
 
 	// With fewer slots than suites, the longest suite started last would run on alone.
-	durations, err := suiterun.ReadDurations(durationsFile)
+	durations, err := suiterun.ReadDurations(o.times)
 	if err != nil {
 		return fail("reading the suites' last times: %v", err)
 	}
@@ -137,7 +136,7 @@ func run(o options) int {
 	}
 	r := suiterun.New(suiterun.Options{
 		Suites: names, Jobs: jobs, Dir: runs.dir, Display: display,
-		Command: runs.command(root, timeout, suiteArgs),
+		Command: runs.command(root, o.timeout, o.suiteArgs),
 	})
 	ctx, stop := suiterun.CancelOnSignal(context.Background(), func(sig os.Signal, first bool) {
 		if first {
@@ -149,7 +148,7 @@ func run(o options) int {
 	defer stop()
 	if p.HostPreparation != nil {
 		// Every suite would otherwise prepare the host (build kind's node image) at the same time.
-		if err := prepareHost(ctx, root, provider, version, out); err != nil {
+		if err := prepareHost(ctx, root, o.provider, o.version, o.out); err != nil {
 			return fail("%v", err)
 		}
 	}
@@ -158,7 +157,7 @@ func run(o options) int {
 	if err := buildTargets(ctx, targetRuns); err != nil {
 		return fail("%v", err)
 	}
-	if runs.conformance() && !selectsScenarios(suiteArgs) {
+	if runs.conformance() && !selectsScenarios(o.suiteArgs) {
 		if _, err := chainsaw.Build(ctx, root, os.Stdout); err != nil {
 			// As in a suite of its own: the Chainsaw rows fail with the build's error, the rest runs.
 			fmt.Fprintf(os.Stderr, "e2e: ⚠ %v\ne2e: every conformance run tries again and fails its Chainsaw rows with the error\n", err)
@@ -166,8 +165,8 @@ func run(o options) int {
 	}
 
 	fmt.Printf("e2e: %d suites on %s, %d at once (%s; %d cores, %.1f GiB free), longest first by their last times (%s): %s; each suite's log: %s\n",
-		len(names), provider, jobs, why, machine.Cores, machine.Memory.Free/(1<<30), suiterun.DisplayPath(durationsFile), strings.Join(names, " "),
-		filepath.Join(suiterun.DisplayPath(out), "<suite>", suiterun.LogFile))
+		len(names), o.provider, jobs, why, machine.Cores, machine.Memory.Free/(1<<30), suiterun.DisplayPath(o.times), strings.Join(names, " "),
+		filepath.Join(suiterun.DisplayPath(o.out), "<suite>", suiterun.LogFile))
 	start := time.Now()
 	states := r.Run(ctx)
 	var sum time.Duration
@@ -184,8 +183,8 @@ func run(o options) int {
 		len(states), time.Since(start).Round(time.Second), jobs, sum.Round(time.Second))
 	// An interrupted run's suites ended early, and a run of some scenarios is short: their times
 	// would mislead the next run's order.
-	if ctx.Err() == nil && !selectsScenarios(suiteArgs) {
-		if err := durations.Record(durationsFile, states); err != nil {
+	if ctx.Err() == nil && !selectsScenarios(o.suiteArgs) {
+		if err := durations.Record(o.times, states); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: ⚠ keeping the suites' times for the next run's order: %v\n", err)
 		}
 	}
