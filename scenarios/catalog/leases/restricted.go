@@ -211,9 +211,19 @@ func (b restricted) sigkill(ctx context.Context, t *testing.T, c *suite.Cluster)
 	}
 	st.effective = time.Now()
 	t.Logf("killed %s pod %s/%s with SIGKILL: asked at %s (%.2fs into its deletion), in effect by %s", b, p.Namespace, p.Name, st.asked.Format(time.RFC3339Nano),
-		st.asked.Sub(p.DeletionTimestamp.Time).Seconds(), st.effective.Format(time.RFC3339Nano))
+		st.asked.Sub(deletionBegan(p)).Seconds(), st.effective.Format(time.RFC3339Nano))
 	waitPodGone(ctx, t, c, *p)
 	return st
+}
+
+// deletionBegan is when p's deletion was asked for: its deletionTimestamp is when its grace
+// period ends, not when the deletion began.
+func deletionBegan(p *corev1.Pod) time.Time {
+	began := p.DeletionTimestamp.Time
+	if grace := p.DeletionGracePeriodSeconds; grace != nil {
+		began = began.Add(-time.Duration(*grace) * time.Second)
+	}
+	return began
 }
 
 // deletedAfterScaleToZero scales B to 0 and returns B's pod once it is being deleted and its
