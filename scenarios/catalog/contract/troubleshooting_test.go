@@ -64,3 +64,15 @@ func TestOperatorDownIsT6WhenAnyValidatingWebhookFailsClosed(t *testing.T) {
 		assert.Equal(t, c.want, operatorDownScenario(c.webhooks), c.name)
 	}
 }
+
+func TestT1DeletesAConfigurationWhoseProbesShowTheSymptom(t *testing.T) {
+	judged := []probed{
+		{Webhook: target.Webhook{Name: "mutate.kyverno.svc-fail", Configuration: "kyverno-resource-mutating-webhook-cfg", Mutating: true}},
+		{Webhook: target.Webhook{Name: "validate.kyverno.svc-fail", Configuration: "kyverno-resource-validating-webhook-cfg"}},
+		{Webhook: target.Webhook{Name: "validate-policy.kyverno.svc", Configuration: "kyverno-policy-validating-webhook-cfg"}},
+	}
+	// kyverno-cel-exception-validating-webhook-cfg comes first by name, but holds no probed
+	// webhook: deleting it would show no symptom.
+	assert.Equal(t, "kyverno-policy-validating-webhook-cfg", probedValidatingConfiguration(judged))
+	assert.Empty(t, probedValidatingConfiguration(judged[:1]), "only a mutating webhook is probed: no validating configuration to delete")
+}
