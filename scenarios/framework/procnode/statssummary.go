@@ -41,7 +41,7 @@ func (w *podWorker) publishRunning() {
 		for _, list := range [][]corev1.Container{w.pod.Spec.InitContainers, w.pod.Spec.Containers} {
 			for _, c := range list {
 				if r := w.runs[c.Name]; r != nil && r.proc != nil {
-					limit := uint64(max(c.Resources.Limits.Memory().Value(), 0)) //nolint:gosec // G115: not negative
+					limit := uint64(max(c.Resources.Limits.Memory().Value(), 0))
 					rp.containers = append(rp.containers, runningContainer{name: c.Name, proc: r.proc, memoryLimit: limit})
 				}
 			}
