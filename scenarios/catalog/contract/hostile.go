@@ -599,6 +599,8 @@ func where(byPath map[string][]string, paths []hostilePath, routes int) string {
 type podRun struct {
 	name     string
 	restarts map[string]int32
+	// lastEnd is, by container, how its previous run ended (reason and exit code), if it did.
+	lastEnd map[string]string
 }
 
 // podRuns are the Deployment's pods not being deleted, by UID.
@@ -615,9 +617,12 @@ func runsOf(pods []corev1.Pod) map[types.UID]podRun {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		r := podRun{name: p.Name, restarts: map[string]int32{}}
+		r := podRun{name: p.Name, restarts: map[string]int32{}, lastEnd: map[string]string{}}
 		for _, s := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
 			r.restarts[s.Name] = s.RestartCount
+			if end := s.LastTerminationState.Terminated; end != nil {
+				r.lastEnd[s.Name] = fmt.Sprintf("%s, exit code %d", end.Reason, end.ExitCode)
+			}
 		}
 		runs[p.UID] = r
 	}
@@ -636,7 +641,11 @@ func replacedOrRestarted(before, after map[types.UID]podRun) []string {
 		}
 		for name, n := range a.restarts {
 			if n != b.restarts[name] {
-				out = append(out, fmt.Sprintf("pod %s: container %s restarted (restartCount %d, %d before)", a.name, name, n, b.restarts[name]))
+				line := fmt.Sprintf("pod %s: container %s restarted (restartCount %d, %d before)", a.name, name, n, b.restarts[name])
+				if end, ok := a.lastEnd[name]; ok {
+					line += "; its last run ended " + end
+				}
+				out = append(out, line)
 			}
 		}
 	}

@@ -98,6 +98,9 @@ func TestReplacedOrRestartedNamesGoneNewAndRestartedPods(t *testing.T) {
 	pod := func(uid, name string, restarts int32, deleting bool) corev1.Pod {
 		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: name}}
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "manager", RestartCount: restarts}}
+		if restarts > 1 {
+			p.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}
+		}
 		if deleting {
 			p.DeletionTimestamp = &metav1.Time{}
 		}
@@ -106,7 +109,7 @@ func TestReplacedOrRestartedNamesGoneNewAndRestartedPods(t *testing.T) {
 	before := runsOf([]corev1.Pod{pod("1", "a", 0, false), pod("2", "b", 1, false), pod("3", "c", 0, false), pod("9", "old", 0, true)})
 	after := runsOf([]corev1.Pod{pod("1", "a", 0, false), pod("2", "b", 2, false), pod("3", "c", 0, true), pod("4", "d", 0, false)})
 	assert.Equal(t, []string{
-		"pod b: container manager restarted (restartCount 2, 1 before)",
+		"pod b: container manager restarted (restartCount 2, 1 before); its last run ended OOMKilled, exit code 137",
 		"pod c (UID 3) is gone or being deleted",
 		"pod d (UID 4) is new",
 	}, replacedOrRestarted(before, after))
