@@ -203,11 +203,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	})
 	cleanups = append(cleanups, n.stopPods)
-	// The node's own loops, stopped before the pods are.
-	loops, stopLoops := context.WithCancel(context.Background())
-	cleanups = append(cleanups, stopLoops)
-	n.heartbeat(loops)
-	n.enforceMemoryLimits(loops)
+	heartbeatCtx, stopHeartbeat := context.WithCancel(context.Background())
+	cleanups = append(cleanups, stopHeartbeat)
+	n.heartbeat(heartbeatCtx)
 
 	if cfg.ReadyFile != "" {
 		if err := os.WriteFile(cfg.ReadyFile, []byte(cfg.NodeName+"\n"), 0o600); err != nil {

@@ -26,8 +26,6 @@ type containerProcess struct {
 	exitCode int32
 	reason   string
 	finished time.Time
-	// oomKilled: the node killed it for using more memory than its limit.
-	oomKilled bool
 }
 
 // startProcess launches the init (self re-executed with podInitArg) that becomes the
@@ -127,9 +125,6 @@ func (p *containerProcess) wait() {
 	p.mu.Lock()
 	p.finished = time.Now()
 	p.exitCode, p.reason = exitStatus(p.cmd.ProcessState, err)
-	if p.oomKilled {
-		p.reason = "OOMKilled"
-	}
 	p.mu.Unlock()
 	close(p.done)
 }
@@ -167,15 +162,6 @@ func (p *containerProcess) exited() (int32, string, time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.exitCode, p.reason, p.finished
-}
-
-// oomKill kills the process group with SIGKILL, as the kernel's OOM killer kills a container
-// over its cgroup's memory limit: it ends with code 137 and reason OOMKilled.
-func (p *containerProcess) oomKill() {
-	p.mu.Lock()
-	p.oomKilled = true
-	p.mu.Unlock()
-	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 }
 
 // stop sends SIGTERM to the process group, then SIGKILL after grace, and waits for exit.

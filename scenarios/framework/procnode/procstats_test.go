@@ -42,7 +42,7 @@ func TestMemoryHogHelper(t *testing.T) {
 
 // startProcessTree starts `sh` (small) whose child is this test binary holding 64 MiB, in
 // their own process group as a container's are, and waits until the memory is resident.
-func startProcessTree(t *testing.T) *exec.Cmd {
+func startProcessTree(t *testing.T) int {
 	t.Helper()
 	ready := filepath.Join(t.TempDir(), "ready")
 	cmd := exec.Command("sh", "-c", `"$0" -test.run='^TestMemoryHogHelper$' & wait`, os.Args[0]) //nolint:gosec // G204: this test binary
@@ -56,7 +56,7 @@ func startProcessTree(t *testing.T) *exec.Cmd {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := os.Stat(ready); err == nil {
-			return cmd
+			return cmd.Process.Pid
 		}
 		require.True(t, time.Now().Before(deadline), "the child of sh (pid %d) did not report its %d MiB resident within 30s", cmd.Process.Pid, hogBytes>>20)
 		time.Sleep(50 * time.Millisecond)
@@ -64,7 +64,7 @@ func startProcessTree(t *testing.T) *exec.Cmd {
 }
 
 func TestContainerMemoryCountsDescendants(t *testing.T) {
-	pid := startProcessTree(t).Process.Pid
+	pid := startProcessTree(t)
 	own, err := residentBytes(pid)
 	require.NoError(t, err)
 	require.Less(t, own, uint64(hogBytes/2), "precondition: sh (pid %d) itself should be small, has %d MiB resident", pid, own>>20)

@@ -25,8 +25,6 @@ type runningPod struct {
 type runningContainer struct {
 	name string
 	proc *containerProcess
-	// memoryLimit is the container's limits.memory in bytes; 0 when it has none.
-	memoryLimit uint64
 }
 
 // publishRunning records which of the pod's containers have a process now (init containers,
@@ -41,8 +39,7 @@ func (w *podWorker) publishRunning() {
 		for _, list := range [][]corev1.Container{w.pod.Spec.InitContainers, w.pod.Spec.Containers} {
 			for _, c := range list {
 				if r := w.runs[c.Name]; r != nil && r.proc != nil {
-					limit := uint64(max(c.Resources.Limits.Memory().Value(), 0))
-					rp.containers = append(rp.containers, runningContainer{name: c.Name, proc: r.proc, memoryLimit: limit})
+					rp.containers = append(rp.containers, runningContainer{name: c.Name, proc: r.proc})
 				}
 			}
 		}
