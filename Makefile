@@ -122,6 +122,8 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; make test uses 5s
 # checks an explicit N first). scenarios/tools/cmd/gauntlet-e2e does it; each log: _output/e2e/<suite>/go-test.log.
 # FAILOVER_PLAN: how thoroughly `make e2e-multi-operator` measures failover — full (default),
 # quick (what make test runs) or compare (P5's kinds at once and one after another, compared).
+# E2E_TIMEOUT: go test's -timeout for each suite (and each target mode) run; a suite over it is
+# stopped with a stack dump and no summary. Kyverno's W catalog on kind needs more than 30m.
 LABELS       ?=
 FAILOVER_PLAN ?= full
 KEEP_CLUSTER ?=
@@ -130,7 +132,7 @@ STRESS       ?=
 E2E_JOBS     ?=
 E2E_OUTPUT   := $(OUTPUT)/e2e
 E2E_RUNNER   := $(OUTPUT)/bin/gauntlet-e2e
-E2E_TIMEOUT  := 30m
+E2E_TIMEOUT  ?= 30m
 COVER_OUTPUT := $(OUTPUT)/coverage
 E2E_ALL      := $(patsubst e2e/%/,%,$(dir $(wildcard e2e/*/main_test.go)))
 # A suite with no recorded time on this machine (a fresh machine, CI) starts in E2E_SUITES' order:
