@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/certmanager"
@@ -172,7 +173,12 @@ func (b backend) Container(ctx context.Context, pod *corev1.Pod, container strin
 // NodeStats goes through the API server's node proxy: it reaches the nodes' kubelets at
 // their container addresses.
 func (b backend) NodeStats(ctx context.Context, node string) (*statsv1alpha1.Summary, error) {
-	kube, err := kubernetes.NewForConfig(b.p.KubernetesRestConfig())
+	cfg, err := clientcmd.BuildConfigFromFlags("", b.p.GetKubeconfig())
+	if err != nil {
+		// After the cluster's deletion (a suite interrupted while a check still samples).
+		return nil, fmt.Errorf("reading kind cluster %s's kubeconfig (is the cluster deleted?): %w", b.p.name, err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building a Kubernetes client for kind cluster %s: %w", b.p.name, err)
 	}
