@@ -205,7 +205,7 @@ func expectRandomSerials(t *testing.T, s pki.SecretCertificates) {
 }
 
 // beforeRestart records the Secret's certificates and the operator's pods, for a check that
-// restarts it.
+// restarts the operator.
 func beforeRestart(certs *pki.SecretCertificates, pods *map[k8stypes.UID]bool) features.Func {
 	return suite.ReleaseStep(func(ctx context.Context, t *testing.T, c *suite.Cluster, r *chart.Release) context.Context {
 		*certs = mustReadSecret(ctx, t, c, r)

@@ -200,7 +200,8 @@ func judgeDiagnosis(rep doctor.Report, check, id string) string {
 	return fmt.Sprintf("exit %d, root causes [%s] (%s)", rep.ExitCode, strings.Join(rep.RootNames(), ", "), rep)
 }
 
-// deletedConfiguration is T1: the target's first ValidatingWebhookConfiguration deleted.
+// deletedConfiguration is T1: the target's first ValidatingWebhookConfiguration holding a probed
+// webhook deleted.
 func deletedConfiguration(ctx context.Context, t *testing.T, ns string, r *symptomReport, d *doctorRuns) {
 	c, it := suite.ClusterFrom(ctx, t), suite.TargetFrom(ctx, t)
 	judged, _ := probedWebhooks(it)
