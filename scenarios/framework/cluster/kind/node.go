@@ -54,6 +54,12 @@ func (p *Provider) DialService(ctx context.Context, clusterIP string, port int32
 			}
 			if !signalled {
 				lines = append(lines, sc.Text())
+				// socat failed to connect ("E TCP:…: Connection refused", then "N exit(1)"):
+				// `docker exec -i` returns only once its stdin ends, and until then the
+				// dial waits. End it.
+				if socatEnds(sc.Text()) {
+					_ = remote.Close() // net.Pipe's Close never fails
+				}
 				continue
 			}
 			// socat has exited (the server closed the connection), but `docker exec -i` returns
@@ -77,6 +83,12 @@ func (p *Provider) DialService(ctx context.Context, clusterIP string, port int32
 		_ = local.Close() // net.Pipe's Close never fails
 		return nil, fmt.Errorf("dial tcp %s (from node %s): %w", addr, node, dialCtx.Err())
 	}
+}
+
+// socatEnds says whether socat's message line, before it connected, is an error or its exit:
+// it exits without connecting.
+func socatEnds(line string) bool {
+	return strings.Contains(line, " E ") || strings.Contains(line, " N exit(")
 }
 
 // socatError is the reason in socat's last error line, e.g. "Connection refused".

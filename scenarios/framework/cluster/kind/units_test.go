@@ -68,6 +68,26 @@ func TestSocatError(t *testing.T) {
 	assert.Equal(t, "socat exited before connecting", socatError(nil, nil))
 }
 
+// A refused dial hung for ever: socat exited, but `docker exec -i` waited for its stdin to end.
+// Its lines, as socat -d -d wrote them in a kind node (2026-11-30), must end the dial.
+func TestSocatEndsOnItsErrorOrExitBeforeConnecting(t *testing.T) {
+	for _, line := range []string{
+		"2026/11/30 10:39:14 socat[5978] E TCP:10.96.0.1:1: Connection refused",
+		"2026/11/30 10:39:14 socat[5978] N exit(1)",
+	} {
+		assert.True(t, socatEnds(line), line)
+	}
+	for _, line := range []string{
+		"2026/11/30 10:39:14 socat[5978] N opening connection to AF=2 10.96.0.1:1",
+		"2026/11/30 10:39:14 socat[5978] W connect(5, AF=2 10.96.0.1:1, 16): Connection refused",
+	} {
+		assert.False(t, socatEnds(line), line)
+	}
+}
+
+// A refused dial hung for ever: socat exited, but `docker exec -i` waited for its stdin to end.
+// Its lines, as socat -d -d wrote them in a kind node (2026-11-30), must end the dial.
+
 func TestContainerdID(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: "team-a"}, Status: corev1.PodStatus{
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "operator", ContainerID: "containerd://abc123"}, {Name: "side", ContainerID: "process://42"}},
