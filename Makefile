@@ -123,7 +123,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; make test uses 5s
 # FAILOVER_PLAN: how thoroughly `make e2e-multi-operator` measures failover — full (default),
 # quick (what make test runs) or compare (P5's kinds at once and one after another, compared).
 # E2E_TIMEOUT: go test's -timeout for each suite (and each target mode) run; a suite over it is
-# stopped with a stack dump and no summary. Kyverno's W catalog on kind needs more than 30m.
+# stopped with a stack dump and no summary.
 LABELS       ?=
 FAILOVER_PLAN ?= full
 KEEP_CLUSTER ?=
