@@ -154,11 +154,21 @@ func (p *Provider) GetKubectlContext() string { return "kind-" + p.name }
 
 // KubernetesRestConfig returns an admin REST config, or nil when the cluster has no kubeconfig.
 func (p *Provider) KubernetesRestConfig() *rest.Config {
-	cfg, err := clientcmd.BuildConfigFromFlags("", p.GetKubeconfig())
+	cfg, err := p.restConfig()
 	if err != nil {
 		return nil
 	}
 	return cfg
+}
+
+// restConfig is the admin REST config from the cluster's kubeconfig; an error names the
+// cluster when there is none (it was deleted).
+func (p *Provider) restConfig() (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", p.GetKubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("reading kind cluster %s's kubeconfig (is the cluster deleted?): %w", p.name, err)
+	}
+	return cfg, nil
 }
 
 // List names the kind clusters on this machine.

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/certmanager"
@@ -173,10 +172,9 @@ func (b backend) Container(ctx context.Context, pod *corev1.Pod, container strin
 // NodeStats goes through the API server's node proxy: it reaches the nodes' kubelets at
 // their container addresses.
 func (b backend) NodeStats(ctx context.Context, node string) (*statsv1alpha1.Summary, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", b.p.GetKubeconfig())
+	cfg, err := b.p.restConfig() // fails after the cluster's deletion (a suite interrupted while a check still samples)
 	if err != nil {
-		// After the cluster's deletion (a suite interrupted while a check still samples).
-		return nil, fmt.Errorf("reading kind cluster %s's kubeconfig (is the cluster deleted?): %w", b.p.name, err)
+		return nil, err
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

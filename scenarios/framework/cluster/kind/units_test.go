@@ -85,9 +85,6 @@ func TestSocatEndsOnItsErrorOrExitBeforeConnecting(t *testing.T) {
 	}
 }
 
-// A refused dial hung for ever: socat exited, but `docker exec -i` waited for its stdin to end.
-// Its lines, as socat -d -d wrote them in a kind node (2026-11-30), must end the dial.
-
 func TestContainerdID(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: "team-a"}, Status: corev1.PodStatus{
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "operator", ContainerID: "containerd://abc123"}, {Name: "side", ContainerID: "process://42"}},
