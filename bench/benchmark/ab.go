@@ -58,21 +58,24 @@ func RunAB(ctx context.Context, pair *testbed.Pair, cfg Config, name string, rev
 }
 
 // MeasureAB runs the ladders against both sides of pair, rate by rate. At
-// each rate every webhook ladder (direct validate and mutate, then the
-// dry-run create through the API server) runs on both sides interleaved in
-// cfg.Segments segments each, A B B A … and B A A B … by turns
-// (load.RunABStep), so the machine's drift over the run falls on both sides
-// alike. The control and floor dry-run ladders do not depend on the operator:
-// they run once per rate and go into both sides' steps, marked Shared; when
-// each side has a cluster of its own (pair.Separate) they run on each side,
-// interleaved as the webhook ladders, marked Reference. The
-// direct control ladder, whose only use is to relate a run to a stored
-// baseline's machine, is not run. A mode's ladders stop after the rate
-// at which either side saturated (Config.SaturationP50).
+// each rate the ladders of a mode (direct: validate and mutate; through the
+// API server: the dry-run create through the webhooks, its control and the
+// floors) run in turns (load.RunTurns), both sides' ladders and the ones
+// measured for both in one set of rounds: A B control floor, then back, in
+// cfg.Segments segments each, starting backward on every other rate. The
+// machine's drift over the run falls on every ladder alike, and window i of
+// every ladder ran in the same round: CompareAB pairs A's with B's, and
+// FloorRatios resamples a side's with the control's and the floor's. In one
+// cluster the control and floor ladders do not depend on the operator: they
+// run once and go into both sides' steps, marked Shared; when each side has a
+// cluster of its own (pair.Separate) they run on each side, marked
+// Reference. The direct control ladder, whose only use is to relate a run to
+// a stored baseline's machine, is not run. A mode's ladders stop after the
+// rate at which either side saturated (Config.SaturationP50).
 func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []result.Step, err error) {
 	progress := load.Progress{W: cfg.Progress, Start: time.Now()}
 	opts := load.StepOptions{Warmup: cfg.Warmup, Duration: cfg.Duration, Windows: cfg.Windows}
-	steps := 0 // A/B steps so far: their order alternates
+	rounds := 0 // rates measured so far: their order alternates
 	probe := func(tb *testbed.Testbed) load.Probe {
 		return load.Probe{Source: "operator", Client: tb.OperatorMetricsClient,
 			URL: tb.OperatorMetricsURL, Metric: OperatorHistogram, GroupBy: []string{"webhook"}}
@@ -89,7 +92,7 @@ func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []resu
 		}
 		// The first two are the validate and mutate ladders; the third, the direct control, is
 		// not run (see above).
-		sa, sb, err := climbAB(ctx, cfg, cfg.DirectRates, da[:2], db[:2], 2, nil, opts, progress, &steps)
+		sa, sb, err := climbAB(ctx, cfg, cfg.DirectRates, da[:2], db[:2], 2, nil, opts, progress, &rounds)
 		a, b = append(a, sa...), append(b, sb...)
 		if err != nil {
 			return a, b, err
@@ -105,14 +108,14 @@ func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []resu
 		if err != nil {
 			return a, b, err
 		}
-		// [0] is the webhook ladder of each side; in one cluster the control and the floor
-		// (when the testbed has one) are side A's, the same requests either way; in clusters of
-		// their own, each side's.
+		// [0] is the webhook ladder of each side; in one cluster the control and the floors
+		// (when the testbed has them) are side A's, the same requests either way; in clusters
+		// of their own, each side's.
 		sideA, sideB, shared, judged := wa[:1], wb[:1], wa[1:], 1
 		if pair.Separate {
 			sideA, sideB, shared = wa, wb, nil
 		}
-		sa, sb, err := climbAB(ctx, cfg, cfg.APIServerRates, sideA, sideB, judged, shared, opts, progress, &steps)
+		sa, sb, err := climbAB(ctx, cfg, cfg.APIServerRates, sideA, sideB, judged, shared, opts, progress, &rounds)
 		a, b = append(a, sa...), append(b, sb...)
 		if err != nil {
 			return a, b, err
@@ -121,39 +124,45 @@ func MeasureAB(ctx context.Context, pair *testbed.Pair, cfg Config) (a, b []resu
 	return a, b, nil
 }
 
-// climbAB runs, at each rate in turn, every pair of side workloads
-// interleaved (the order alternating with *steps, the count of A/B steps so
-// far) and then every shared workload once, and stops after the rate at
-// which a side saturated. The pairs after the first judged ones are each
-// side's references (Step.Reference): they neither get judged nor end the
-// ladder.
+// climbAB runs, at each rate in turn, every pair of side workloads and every
+// shared one in one set of turns (the order alternating with *rounds, the
+// count of rates measured so far), and stops after the rate at which a side
+// saturated. The pairs after the first judged ones are each side's references
+// (Step.Reference): they neither get judged nor end the ladder; the shared
+// workloads' steps go to both sides (Step.Shared).
 func climbAB(ctx context.Context, cfg Config, rates []float64, sideA, sideB []load.Workload, judged int, shared []load.Workload, opts load.StepOptions,
-	progress load.Progress, steps *int) (a, b []result.Step, err error) {
+	progress load.Progress, rounds *int) (a, b []result.Step, err error) {
 	if len(sideA) != len(sideB) {
 		return nil, nil, fmt.Errorf("A/B ladders: side A has %d, side B %d", len(sideA), len(sideB))
 	}
+	var turns []load.Turn
+	for i := range sideA {
+		if sideA[i].Spec.Name != sideB[i].Spec.Name {
+			return nil, nil, fmt.Errorf("A/B ladder %d: side A measures %s, side B %s; both must measure the same ladder", i+1, sideA[i].Spec.Name, sideB[i].Spec.Name)
+		}
+		turns = append(turns, load.Turn{Side: "A", Workload: sideA[i]}, load.Turn{Side: "B", Workload: sideB[i]})
+	}
+	for _, w := range shared {
+		turns = append(turns, load.Turn{Workload: w})
+	}
 	for _, rate := range rates {
+		plan := load.TurnPlan{Segments: cfg.Segments, SegmentWarmup: cfg.SegmentWarmup, Order: *rounds}
+		steps, err := load.RunTurns(ctx, turns, rate, opts, plan, progress)
+		if err != nil {
+			return a, b, err
+		}
+		*rounds++
 		saturated := false
 		for i := range sideA {
-			plan := load.ABPlan{Segments: cfg.Segments, SegmentWarmup: cfg.SegmentWarmup, Order: *steps}
-			sa, sb, err := load.RunABStep(ctx, sideA[i], sideB[i], rate, opts, plan, progress)
-			if err != nil {
-				return a, b, err
-			}
-			*steps++
+			sa, sb := steps[2*i], steps[2*i+1]
 			if i >= judged {
 				sa.Reference, sb.Reference = true, true
-				a, b = append(a, sa), append(b, sb)
-				continue
+			} else {
+				saturated = cfg.saturated(sa, progress) || cfg.saturated(sb, progress) || saturated
 			}
 			a, b = append(a, sa), append(b, sb)
-			saturated = cfg.saturated(sa, progress) || cfg.saturated(sb, progress) || saturated
 		}
-		for _, w := range shared {
-			s, err := load.RunStep(ctx, w, rate, opts, progress)
-			if err != nil {
-				return a, b, err
-			}
+		for _, s := range steps[2*len(sideA):] {
 			s.Shared = true
 			a, b = append(a, s), append(b, s)
 		}
@@ -179,18 +188,19 @@ func tooBusy(rate float64, ladder string) error {
 }
 
 // EstimateAB is how long the attacks of an A/B run of c take (setup
-// excluded): per direct rate the validate and mutate ladders, each side's
-// segments with their warm-ups; per API-server rate the webhook ladder the
-// same way, then the control and the floor (separate: each on both sides, as
-// the webhook ladder).
-func (c Config) EstimateAB(separate bool) time.Duration {
-	abStep := 2 * (c.Duration + c.Warmup + time.Duration(max(0, c.Segments-1))*c.SegmentWarmup)
-	references := 2 * (c.Warmup + c.Duration)
+// excluded) when the API server's ladders count floors floor ladders: per
+// direct rate the validate and mutate ladders of both sides in turns; per
+// API-server rate the webhook ladder of both sides with the control and the
+// floors (separate: each side's), every workload's segments with their
+// warm-ups.
+func (c Config) EstimateAB(separate bool, floors int) time.Duration {
+	workload := c.Duration + c.Warmup + time.Duration(max(0, c.Segments-1))*c.SegmentWarmup
+	references := 1 + floors    // the control and the floors
+	apiServer := 2 + references // both sides' webhook ladders, the references once
 	if separate {
-		references = 2 * abStep
+		apiServer = 2 * (1 + references) // each side's webhook ladder and references
 	}
-	return time.Duration(len(c.DirectRates))*2*abStep +
-		time.Duration(len(c.APIServerRates))*(abStep+references)
+	return time.Duration(len(c.DirectRates))*4*workload + time.Duration(len(c.APIServerRates))*time.Duration(apiServer)*workload
 }
 
 // WriteAB writes an A/B run into dir: each side's result.json, report.md and
@@ -210,7 +220,7 @@ func WriteAB(dir string, a, b result.Result, cfg Config, c result.Comparison) ([
 	}
 	var buf bytes.Buffer
 	sideReports := [2]string{"a/" + report.ReportFile, "b/" + report.ReportFile}
-	if err := report.ABMarkdown(&buf, c, a, b, webhookLadder(a), APIServerFloor, sideReports); err != nil {
+	if err := report.ABMarkdown(&buf, c, a, b, cfg.floors(a), sideReports); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, report.ReportFile)

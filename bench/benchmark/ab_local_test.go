@@ -50,8 +50,8 @@ func TestABSmokeOnLocal(t *testing.T) {
 	require.NoError(t, err)
 
 	// Per rate: validate and mutate on each side; through the API server the webhook ladder on
-	// each side, then the control and the floor once, on both sides' records.
-	want := 2*len(cfg.DirectRates) + 3*len(cfg.APIServerRates)
+	// each side, and the control and the two floors once, on both sides' records — all in turns.
+	want := 2*len(cfg.DirectRates) + 4*len(cfg.APIServerRates)
 	require.Len(t, a.Steps, want)
 	require.Len(t, b.Steps, want)
 	for i := range a.Steps {
@@ -59,16 +59,20 @@ func TestABSmokeOnLocal(t *testing.T) {
 		assert.Equal(t, sa.Key(), sb.Key())
 		assert.InDelta(t, 1.0, sa.SuccessRatio, 1e-9, "side A %s: %v", sa.Key(), sa.Errors)
 		assert.InDelta(t, 1.0, sb.SuccessRatio, 1e-9, "side B %s: %v", sb.Key(), sb.Errors)
-		shared := sa.Name == benchmark.APIServerDGDCtl || sa.Name == benchmark.APIServerFloor
+		shared := sa.Name == benchmark.APIServerDGDCtl || sa.Name == benchmark.APIServerFloor || sa.Name == benchmark.APIServerFloorPatching
 		assert.Equal(t, shared, sa.Shared, sa.Key())
-		if !shared {
-			perSegment := max(1, cfg.Windows/cfg.Segments)
-			assert.Len(t, sa.Windows, cfg.Segments*perSegment, "%s: %d windows per segment", sa.Key(), perSegment)
-			assert.Len(t, sb.Windows, cfg.Segments*perSegment, sb.Key())
-			assert.Equal(t, cfg.Segments, sa.Segments, sa.Key())
+		perSegment := max(1, cfg.Windows/cfg.Segments)
+		assert.Len(t, sa.Windows, cfg.Segments*perSegment, "%s: %d windows per segment", sa.Key(), perSegment)
+		assert.Len(t, sb.Windows, cfg.Segments*perSegment, sb.Key())
+		assert.Equal(t, cfg.Segments, sa.Segments, sa.Key())
+	}
+	for _, floor := range []string{benchmark.APIServerFloor, benchmark.APIServerFloorPatching} {
+		ratios := a.FloorRatios(benchmark.APIServerDGD, floor)
+		assert.Len(t, ratios, len(cfg.APIServerRates), "%s measured at every rate", floor)
+		for _, fr := range ratios {
+			assert.NotNil(t, fr.P50Interval, "%s @ %g: measured in turns, the ratio has an interval", floor, fr.Rate)
 		}
 	}
-	assert.Len(t, a.FloorRatios(benchmark.APIServerDGD, benchmark.APIServerFloor), len(cfg.APIServerRates), "the floor measured at every rate")
 
 	c := result.CompareAB(a, b, result.DefaultABTolerances(), 0)
 	files, err := benchmark.WriteAB(dir, a, b, cfg, c)
@@ -76,8 +80,9 @@ func TestABSmokeOnLocal(t *testing.T) {
 	assert.Contains(t, files, filepath.Join(dir, report.ReportFile))
 	md, err := os.ReadFile(filepath.Join(dir, report.ReportFile)) //nolint:gosec // G304: the report the run wrote under t.TempDir()
 	require.NoError(t, err)
-	for _, s := range []string{"## A/B comparison: side B against side A, measured in one run", "## Side A's operator overhead against the floor",
-		"## Side B's operator overhead against the floor", "(a/report.md)"} {
+	for _, s := range []string{"## A/B comparison: side B against side A, measured in one run", "## Side A: operator overhead against the floor",
+		"## Side B: operator overhead against the floor", "## Side A: operator overhead against the patching floor",
+		"## Side A against the goal", "## Side B's ratio to the floor against side A's", "(a/report.md)"} {
 		assert.Contains(t, string(md), s)
 	}
 	assert.Zero(t, c.Count(result.Missing), "every step measured on both sides")

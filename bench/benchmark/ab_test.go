@@ -61,15 +61,28 @@ func TestClimbABRunsEachSidesReferencesInTurnsAndMarksThem(t *testing.T) {
 		assert.False(t, sa[i].Shared, "each side measured its own %s", n)
 		assert.Equal(t, 2, sa[i].Segments, "%s ran in turns", n)
 	}
-	assert.Equal(t, 3, steps, "every ladder was an A/B step")
+	assert.Equal(t, 1, steps, "one rate: one set of turns")
+	assert.True(t, result.InTurns(append(sa, sb...)...), "every ladder of both sides ran in the same rounds")
 	assert.Positive(t, served["a"].Load(), "side A's cluster was loaded")
 	assert.Positive(t, served["b"].Load(), "side B's cluster was loaded")
 }
 
 func TestEstimateABCountsEachSidesReferencesWhenSeparate(t *testing.T) {
-	c := Config{APIServerRates: []float64{50}, Segments: 2, Warmup: time.Second, Duration: 4 * time.Second, SegmentWarmup: 0}
-	// one A/B step: 2 × (4 s + 1 s); one cluster: control and floor once each (2 × 5 s).
-	assert.Equal(t, 20*time.Second, c.EstimateAB(false))
-	// separate: control and floor each an A/B step too.
-	assert.Equal(t, 30*time.Second, c.EstimateAB(true))
+	c := Config{APIServerRates: []float64{50}, Segments: 2, Warmup: time.Second, Duration: 4 * time.Second, SegmentWarmup: 500 * time.Millisecond}
+	// each ladder: 4 s + 1 s + one segment warm-up. One cluster: both sides' webhook ladders, the
+	// control and two floors once each.
+	assert.Equal(t, 5*5500*time.Millisecond, c.EstimateAB(false, 2))
+	// separate: each side's control and floor.
+	assert.Equal(t, 6*5500*time.Millisecond, c.EstimateAB(true, 1))
+	c.DirectRates = []float64{100}
+	assert.Equal(t, 4*5500*time.Millisecond+6*5500*time.Millisecond, c.EstimateAB(true, 1), "validate and mutate on both sides")
+}
+
+func TestClimbABRefusesSidesMeasuringDifferentLadders(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	steps := 0
+	_, _, err := climbAB(context.Background(), Config{Segments: 2}, []float64{50}, []load.Workload{ladderOn(srv, APIServerDGD)},
+		[]load.Workload{ladderOn(srv, APIServerFloor)}, 1, nil, load.StepOptions{Duration: time.Second}, load.Progress{}, &steps)
+	require.ErrorContains(t, err, "side A measures apiserver/dgd, side B apiserver/floor; both must measure the same ladder")
 }

@@ -44,6 +44,10 @@ const (
 	// APIServerFloor is the same dry-run create through the floor webhook
 	// (testbed.InstallFloor): the least any webhook behind a Service costs.
 	APIServerFloor = "apiserver/floor"
+	// APIServerFloorPatching is the same through the patching floor: the
+	// floor's webhooks, the mutating one returning the operator's patch, so
+	// that the API server applies one on this side too.
+	APIServerFloorPatching = "apiserver/floor-patching"
 )
 
 // Webhook paths of the DynamoGraphDeployment webhooks (the operator's
@@ -92,6 +96,10 @@ type Config struct {
 	// OverheadP99TargetMs is the target for the admission overhead's p99
 	// through the API server.
 	OverheadP99TargetMs float64
+	// FloorRatioGoal is the most the webhooks' admission overhead may be as a
+	// multiple of the floor's and of the patching floor's, at p50 and p99;
+	// the report judges every rate against it (report.Floors).
+	FloorRatioGoal float64
 	// SaturationP50 ends a ladder after a step whose p50 exceeds it: the
 	// target no longer keeps up, and higher rates would only queue longer
 	// (and take longer to measure). Zero never stops early.
@@ -126,6 +134,7 @@ func Defaults() Config {
 		InvalidRatio:        0.2,
 		DirectP99TargetMs:   1,
 		OverheadP99TargetMs: 2,
+		FloorRatioGoal:      1.3,
 		SaturationP50:       time.Second,
 	}
 }
@@ -165,6 +174,7 @@ func (c Config) Settings() map[string]string {
 		"invalidRatio":        strconv.FormatFloat(c.InvalidRatio, 'f', -1, 64),
 		"directP99TargetMs":   strconv.FormatFloat(c.DirectP99TargetMs, 'f', -1, 64),
 		"overheadP99TargetMs": strconv.FormatFloat(c.OverheadP99TargetMs, 'f', -1, 64),
+		"floorRatioGoal":      strconv.FormatFloat(c.FloorRatioGoal, 'f', -1, 64),
 		"chartValues":         strings.Join(c.ChartValues, ","),
 		"saturationP50":       c.SaturationP50.String(),
 	}
@@ -427,6 +437,10 @@ func apiServerWorkloads(tb *testbed.Testbed, operatorProbe load.Probe) ([]load.W
 	if tb.FloorNamespace != "" {
 		ladders = append(ladders, dryRunLadder{APIServerFloor, tb.FloorNamespace, control, "floor webhooks only: allowed without decoding the object", false})
 	}
+	if tb.FloorPatchingNamespace != "" {
+		ladders = append(ladders, dryRunLadder{APIServerFloorPatching, tb.FloorPatchingNamespace, control,
+			"patching floor webhooks only: allowed without decoding the object, the mutating one returning the operator's patch", true})
+	}
 	var out []load.Workload
 	for _, d := range ladders {
 		path := fmt.Sprintf("/apis/%s/%s/namespaces/%s/%s", gvr.Group, gvr.Version, d.ns, gvr.Resource)
@@ -455,13 +469,16 @@ func apiServerWorkloads(tb *testbed.Testbed, operatorProbe load.Probe) ([]load.W
 	return out, nil
 }
 
-// webhookLadder is the dry-run ladder through the webhooks of what res measured:
-// a target's probe object, or gauntlet's operator's DynamoGraphDeployment.
-func webhookLadder(res result.Result) string {
+// floors are the ladders the report relates the webhooks' overhead to in res:
+// the dry-run ladder through the webhooks of what res measured (a target's
+// probe object, or gauntlet's operator's DynamoGraphDeployment), the floor,
+// the patching floor, and the goal.
+func (c Config) floors(res result.Result) report.Floors {
+	ladder := APIServerDGD
 	if res.Target != "" {
-		return APIServerTarget
+		ladder = APIServerTarget
 	}
-	return APIServerDGD
+	return report.Floors{Ladder: ladder, Floor: APIServerFloor, Patching: APIServerFloorPatching, Goal: c.FloorRatioGoal}
 }
 
 // startProfile fetches a CPU profile of length d from a pprof endpoint into
@@ -523,7 +540,7 @@ func Write(dir string, res result.Result, cfg Config, cmp *result.Comparison) ([
 		return nil, err
 	}
 	opts := report.Options{P99TargetMs: cfg.Targets(), OverheadP99TargetMs: cfg.OverheadP99TargetMs, Comparison: cmp,
-		OverheadLadder: webhookLadder(res), FloorLadder: APIServerFloor}
+		Floors: cfg.floors(res)}
 	files, err := report.WriteFiles(dir, res, opts)
 	if err != nil {
 		return nil, err

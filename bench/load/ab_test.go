@@ -27,16 +27,21 @@ func sentAt(w Workload) (Workload, func() []time.Time) {
 	return w, func() []time.Time { mu.Lock(); defer mu.Unlock(); return append([]time.Time(nil), times...) }
 }
 
-func TestRunABStepInterleavesABBAAndMergesEachSidesSegments(t *testing.T) {
+// sides are turns of workloads a and b as sides A and B.
+func sides(a, b Workload) []Turn { return []Turn{{Side: "A", Workload: a}, {Side: "B", Workload: b}} }
+
+func TestRunTurnsInterleavesABBAAndMergesEachSidesSegments(t *testing.T) {
 	srvA, servedA := dryRunServer(t, func(int64) bool { return true })
 	srvB, servedB := dryRunServer(t, func(int64) bool { return true })
 	a, timesA := sentAt(dryRunWorkload(t, srvA, true))
 	b, timesB := sentAt(dryRunWorkload(t, srvB, true))
 	var out strings.Builder
-	sa, sb, err := RunABStep(context.Background(), a, b, 200,
+	steps, err := RunTurns(context.Background(), sides(a, b), 200,
 		StepOptions{Warmup: 100 * time.Millisecond, Duration: time.Second, Windows: 8},
-		ABPlan{Segments: 4, SegmentWarmup: 50 * time.Millisecond}, Progress{W: &out, Start: time.Now()})
+		TurnPlan{Segments: 4, SegmentWarmup: 50 * time.Millisecond}, Progress{W: &out, Start: time.Now()})
 	require.NoError(t, err)
+	require.Len(t, steps, 2)
+	sa, sb := steps[0], steps[1]
 
 	// vegeta may send a request or two less than rate × duration on a busy machine.
 	for side, got := range map[string]struct{ served, step float64 }{
@@ -58,70 +63,95 @@ func TestRunABStepInterleavesABBAAndMergesEachSidesSegments(t *testing.T) {
 	require.Len(t, sa.ServerHistograms, 1)
 	assert.Equal(t, sa.Requests, sa.ServerHistograms[0].Count, "what the server saw during the measured segments, and only then")
 
-	assert.Equal(t, "A B B A A B B A", runsOf(timesA(), timesB()), "the sides took turns, in pairs")
-	assert.Contains(t, out.String(), "apiserver/widgets @ 200 req/s: A B B A A B B A, each segment 250ms after a warm-up (100ms before a side's first, 50ms before the others) …")
+	assert.Equal(t, "A B B A A B B A", runsOf(map[string][]time.Time{"A": timesA(), "B": timesB()}), "the sides took turns, in pairs")
+	assert.Contains(t, out.String(), "apiserver/widgets @ 200 req/s: in turns A B and back, ×2, each segment 250ms after a warm-up (100ms before a workload's first, 50ms before the others) …")
 	assert.Contains(t, out.String(), "apiserver/widgets [A] @ 200 req/s: p50 ")
 	assert.Contains(t, out.String(), "apiserver/widgets [B] @ 200 req/s: p50 ")
 }
 
-func TestRunABStepRefusesDifferentLadders(t *testing.T) {
-	srv, _ := dryRunServer(t, func(int64) bool { return true })
-	a := dryRunWorkload(t, srv, true)
-	b := a
-	b.Spec.Name = "apiserver/other"
-	_, _, err := RunABStep(context.Background(), a, b, 100, StepOptions{Duration: time.Second}, ABPlan{Segments: 2}, Progress{})
-	require.ErrorContains(t, err, "side A measures apiserver/widgets, side B apiserver/other; both must measure the same ladder")
+// TestRunTurnsRunsTheControlAndTheFloorInTheSameRounds: ladders measured for both sides take
+// their turns in the same rounds, forward and back, so that window i of each ran beside window
+// i of the sides.
+func TestRunTurnsRunsTheControlAndTheFloorInTheSameRounds(t *testing.T) {
+	servers := map[string]Workload{}
+	times := map[string]func() []time.Time{}
+	for _, n := range []string{"A", "B", "C", "F"} {
+		srv, _ := dryRunServer(t, func(int64) bool { return true })
+		servers[n], times[n] = sentAt(dryRunWorkload(t, srv, true))
+	}
+	control, floor := servers["C"], servers["F"]
+	control.Spec.Name, floor.Spec.Name = "apiserver/widgets-control", "apiserver/floor"
+	turns := append(sides(servers["A"], servers["B"]), Turn{Workload: control}, Turn{Workload: floor})
+	var out strings.Builder
+	steps, err := RunTurns(context.Background(), turns, 200, StepOptions{Duration: 400 * time.Millisecond, Windows: 4},
+		TurnPlan{Segments: 2, Order: 1}, Progress{W: &out, Start: time.Now()})
+	require.NoError(t, err)
+	require.Len(t, steps, 4)
+	for i, name := range []string{"apiserver/widgets", "apiserver/widgets", "apiserver/widgets-control", "apiserver/floor"} {
+		assert.Equal(t, name, steps[i].Name)
+		assert.Len(t, steps[i].Windows, 4, name)
+		assert.Equal(t, 2, steps[i].Segments, name)
+	}
+	got := map[string][]time.Time{}
+	for n, f := range times {
+		got[n] = f()
+	}
+	assert.Equal(t, "F C B A A B C F", runsOf(got), "an odd order starts backward")
+	assert.Contains(t, out.String(), "apiserver/widgets @ 200 req/s: in turns apiserver/floor apiserver/widgets-control B A and back, ×1")
+	assert.Contains(t, out.String(), "apiserver/floor @ 200 req/s: p50 ", "a shared ladder's line has no side")
 }
 
-func TestRunABStepRefusesAnOddOrTooSmallSegmentCount(t *testing.T) {
+func TestRunTurnsRefusesAnOddOrTooSmallSegmentCount(t *testing.T) {
 	srv, _ := dryRunServer(t, func(int64) bool { return true })
 	w := dryRunWorkload(t, srv, true)
 	for _, n := range []int{0, 1, 3} {
-		_, _, err := RunABStep(context.Background(), w, w, 100, StepOptions{Duration: time.Second}, ABPlan{Segments: n}, Progress{})
-		require.ErrorContains(t, err, "segments per side; it must be even and at least 2", "%d segments", n)
+		_, err := RunTurns(context.Background(), sides(w, w), 100, StepOptions{Duration: time.Second}, TurnPlan{Segments: n}, Progress{})
+		require.ErrorContains(t, err, "segments per workload; it must be even and at least 2", "%d segments", n)
 	}
+	_, err := RunTurns(context.Background(), nil, 100, StepOptions{Duration: time.Second}, TurnPlan{Segments: 2}, Progress{})
+	require.ErrorContains(t, err, "no workload to measure")
 }
 
-func TestRunABStepAlternatesTheOrder(t *testing.T) {
+func TestRunTurnsAlternatesTheOrder(t *testing.T) {
 	srvA, _ := dryRunServer(t, func(int64) bool { return true })
 	srvB, _ := dryRunServer(t, func(int64) bool { return true })
 	a, timesA := sentAt(dryRunWorkload(t, srvA, true))
 	b, timesB := sentAt(dryRunWorkload(t, srvB, true))
 	var out strings.Builder
-	_, _, err := RunABStep(context.Background(), a, b, 200, StepOptions{Duration: 200 * time.Millisecond},
-		ABPlan{Segments: 2, Order: 1}, Progress{W: &out, Start: time.Now()})
+	_, err := RunTurns(context.Background(), sides(a, b), 200, StepOptions{Duration: 200 * time.Millisecond},
+		TurnPlan{Segments: 2, Order: 1}, Progress{W: &out, Start: time.Now()})
 	require.NoError(t, err)
-	assert.Equal(t, "B A A B", runsOf(timesA(), timesB()))
-	assert.Contains(t, out.String(), "apiserver/widgets @ 200 req/s: B A A B, each segment 100ms after a warm-up (0s before a side's first, 0s before the others) …")
+	assert.Equal(t, "B A A B", runsOf(map[string][]time.Time{"A": timesA(), "B": timesB()}))
+	assert.Contains(t, out.String(), "apiserver/widgets @ 200 req/s: in turns B A and back, ×1, each segment 100ms after a warm-up (0s before a workload's first, 0s before the others) …")
 }
 
-// runsOf is the order the two sides sent in: a letter per run of one side's
-// requests, every inner run written twice — two segments of one side back to
-// back are one run of requests — so the pattern A B B A reads "A B B A".
-func runsOf(a, b []time.Time) string {
-	type sent struct {
+// runsOf is the order the workloads (requests sent, by name) sent in: a name
+// per run of one workload's requests, every inner run written twice — two
+// segments of one workload back to back are one run of requests — so the
+// pattern A B B A reads "A B B A".
+func runsOf(sent map[string][]time.Time) string {
+	type request struct {
 		at   time.Time
-		side string
+		name string
 	}
-	var all []sent
-	for _, t := range a {
-		all = append(all, sent{t, "A"})
-	}
-	for _, t := range b {
-		all = append(all, sent{t, "B"})
-	}
-	slices.SortFunc(all, func(x, y sent) int { return x.at.Compare(y.at) })
-	var runs []string
-	for _, s := range all {
-		if len(runs) == 0 || runs[len(runs)-1] != s.side {
-			runs = append(runs, s.side)
+	var all []request
+	for name, times := range sent {
+		for _, t := range times {
+			all = append(all, request{t, name})
 		}
 	}
-	// Every inner run is two segments of one side back to back.
+	slices.SortFunc(all, func(x, y request) int { return x.at.Compare(y.at) })
+	var runs []string
+	for _, s := range all {
+		if len(runs) == 0 || runs[len(runs)-1] != s.name {
+			runs = append(runs, s.name)
+		}
+	}
+	// Every inner run at a turn back is two segments of one workload back to back.
 	var out []string
 	for i, r := range runs {
 		out = append(out, r)
-		if i > 0 && i < len(runs)-1 {
+		if i > 0 && i < len(runs)-1 && (runs[i-1] == runs[i+1]) {
 			out = append(out, r)
 		}
 	}

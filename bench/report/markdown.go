@@ -41,10 +41,10 @@ type Options struct {
 	OverheadP99TargetMs float64
 	// Plots are image paths, relative to the report, embedded at the end.
 	Plots []string
-	// OverheadLadder and FloorLadder, when both set and measured, add the
-	// section relating the first one's admission overhead to the second's
-	// (result.FloorRatios).
-	OverheadLadder, FloorLadder string
+	// Floors, when its ladders are set and measured, add the sections
+	// relating the webhook ladder's admission overhead to the floors'
+	// (result.FloorRatios), headed by the ratios against their goal.
+	Floors Floors
 }
 
 // Markdown writes the human report of r.
@@ -77,6 +77,8 @@ func Markdown(w io.Writer, r result.Result, opts Options) error {
 		fmt.Fprintf(&b, "| Settings | %s |\n", scenarioreport.MarkdownCell(strings.Join(parts, ", ")))
 	}
 	b.WriteString("\nLatencies are in milliseconds. Absolute numbers belong to the machine above; compare runs by ratio.\n\n")
+
+	writeFloorGoal(&b, r, opts.Floors, "")
 
 	b.WriteString("## Steps\n\n")
 	if len(r.Steps) == 0 {
@@ -122,7 +124,7 @@ func Markdown(w io.Writer, r result.Result, opts Options) error {
 		b.WriteString("\n")
 	}
 
-	writeFloorRatios(&b, r, opts.OverheadLadder, opts.FloorLadder, "")
+	writeFloorRatios(&b, r, opts.Floors, "")
 
 	writeServerHistograms(&b, r)
 
@@ -230,47 +232,6 @@ func writeErrors(b *bytes.Buffer, r result.Result) {
 		}
 	}
 	b.WriteString("\n")
-}
-
-// writeFloorRatios writes the admission overhead of ladder as a multiple of
-// floor's, per rate; title, when set, replaces the section's heading.
-func writeFloorRatios(b *bytes.Buffer, r result.Result, ladder, floor, title string) {
-	if ladder == "" || floor == "" {
-		return
-	}
-	ratios := r.FloorRatios(ladder, floor)
-	if len(ratios) == 0 {
-		return
-	}
-	if title == "" {
-		title = "Operator overhead against the floor"
-	}
-	// Whose webhooks ladder attacks: gauntlet's operator's, or a target's ("gatekeeper").
-	whose, webhooks := "operator", "the operator's webhooks"
-	if r.Target != "" {
-		whose, _, _ = strings.Cut(r.Target, " ")
-		webhooks = whose + "'s webhooks"
-	}
-	fmt.Fprintf(b, "## %s\n\n", title)
-	fmt.Fprintf(b, "The overhead of %s (%s) as a multiple of the overhead of %s: the same dry-run create through "+
-		"a webhook that answers allowed without decoding the object, behind the same Service path. 1.0× is the floor.\n\n",
-		scenarioreport.MarkdownCell(ladder), scenarioreport.MarkdownCell(webhooks), scenarioreport.MarkdownCell(floor))
-	fmt.Fprintf(b, "| Rate (req/s) | %[1]s +p50 | floor +p50 | p50 ratio | %[1]s +p99 | floor +p99 | p99 ratio |\n|--:|--:|--:|--:|--:|--:|--:|\n",
-		scenarioreport.MarkdownCell(whose))
-	for _, fr := range ratios {
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", formatNumber(fr.Rate),
-			formatSignedMs(fr.Overhead.P50Ms), formatSignedMs(fr.Floor.P50Ms), formatTimes(fr.P50),
-			formatSignedMs(fr.Overhead.P99Ms), formatSignedMs(fr.Floor.P99Ms), formatTimes(fr.P99))
-	}
-	b.WriteString("\n")
-}
-
-// formatTimes is "2.4×", or "—" for a ratio that means nothing (0).
-func formatTimes(v float64) string {
-	if v == 0 {
-		return "—"
-	}
-	return fmt.Sprintf("%.1f×", v)
 }
 
 func writeComparison(b *bytes.Buffer, c result.Comparison) {
@@ -543,21 +504,21 @@ func measured(target, revision string) string {
 }
 
 // ABMarkdown writes the report of an A/B run: the comparison of side B
-// against side A, each side's overhead of ladder over the floor's, and links
-// to each side's own report (sideReports, relative paths).
-func ABMarkdown(w io.Writer, c result.Comparison, a, b result.Result, ladder, floor string, sideReports [2]string) error {
+// against side A, each side's overhead against the floors and the two sides'
+// ratios against each other, and links to each side's own report
+// (sideReports, relative paths).
+func ABMarkdown(w io.Writer, c result.Comparison, a, b result.Result, floors Floors, sideReports [2]string) error {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "# Webhook latency A/B — %s\n\n", scenarioreport.MarkdownCell(strings.TrimSuffix(a.Run, "-a")))
 	fmt.Fprintf(&buf, "Side A: %s; side B: %s. Kubernetes %s (%s provider), %s.\n\n", measured(a.Target, a.GitRevision), measured(b.Target, b.GitRevision),
 		orDash(a.KubernetesVersion), orDash(a.Provider), scenarioreport.MarkdownCell(a.Machine.String()))
 	fmt.Fprintf(&buf, "Each side's own report: [side A](%s), [side B](%s).\n\n", sideReports[0], sideReports[1])
+	writeFloorGoal(&buf, a, floors, "Side A against the goal")
+	writeFloorGoal(&buf, b, floors, "Side B against the goal")
 	writeComparison(&buf, c)
-	what := "operator"
-	if a.Target != "" {
-		what = "webhooks'"
-	}
-	writeFloorRatios(&buf, a, ladder, floor, fmt.Sprintf("Side A's %s overhead against the floor", what))
-	writeFloorRatios(&buf, b, ladder, floor, fmt.Sprintf("Side B's %s overhead against the floor", what))
+	writeSidesRatios(&buf, a, b, floors)
+	writeFloorRatios(&buf, a, floors, "Side A: ")
+	writeFloorRatios(&buf, b, floors, "Side B: ")
 	_, err := w.Write(buf.Bytes())
 	return err
 }

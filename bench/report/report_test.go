@@ -452,9 +452,9 @@ func TestABReportOfATargetNamesBothVersionsAndItsTwoClusters(t *testing.T) {
 	var buf bytes.Buffer
 	// The ladder as its own floor: only the overhead section's names matter here.
 	ladder := "apiserver/dynamographdeployments"
-	require.NoError(t, ABMarkdown(&buf, c, a, b, ladder, ladder, [2]string{"a/report.md", "b/report.md"}))
+	require.NoError(t, ABMarkdown(&buf, c, a, b, Floors{Ladder: ladder, Floor: ladder}, [2]string{"a/report.md", "b/report.md"}))
 	md := buf.String()
-	assert.Contains(t, md, "## Side A's webhooks' overhead against the floor")
+	assert.Contains(t, md, "## Side A: gatekeeper overhead against the floor")
 	assert.Contains(t, md, "(gatekeeper's webhooks) as a multiple of the overhead of")
 	assert.Contains(t, md, "| Rate (req/s) | gatekeeper +p50 | floor +p50 |")
 	assert.NotContains(t, md, "operator")

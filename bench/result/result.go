@@ -293,48 +293,6 @@ func (r Result) Overheads(mode Mode) []Overhead {
 	return out
 }
 
-// FloorRatio is, at one rate, the admission overhead of a webhook ladder as
-// a multiple of the floor ladder's: how much more the operator's webhooks
-// cost than the least any webhook behind a Service costs.
-type FloorRatio struct {
-	Rate float64 `json:"rate"`
-	// Overhead and Floor are the two ladders' overheads over their control.
-	Overhead Overhead `json:"overhead"`
-	Floor    Overhead `json:"floor"`
-	// P50 and P99 are Overhead ÷ Floor for that percentile; 0 when the
-	// floor's overhead was not positive (lost in the noise), so no ratio
-	// means anything.
-	P50 float64 `json:"p50"`
-	P99 float64 `json:"p99"`
-}
-
-// FloorRatios relates ladder name's overhead to ladder floor's at every rate
-// both measured (with their control).
-func (r Result) FloorRatios(name, floor string) []FloorRatio {
-	floors := map[float64]Overhead{}
-	for _, o := range r.Overheads(APIServer) {
-		if o.Name == floor {
-			floors[o.Rate] = o
-		}
-	}
-	var out []FloorRatio
-	for _, o := range r.Overheads(APIServer) {
-		f, ok := floors[o.Rate]
-		if o.Name != name || !ok {
-			continue
-		}
-		fr := FloorRatio{Rate: o.Rate, Overhead: o, Floor: f}
-		if f.P50Ms > 0 {
-			fr.P50 = o.P50Ms / f.P50Ms
-		}
-		if f.P99Ms > 0 {
-			fr.P99 = o.P99Ms / f.P99Ms
-		}
-		out = append(out, fr)
-	}
-	return out
-}
-
 // ControlOf returns the step of s's control ladder at s's rate.
 func (r Result) ControlOf(s Step) (Step, bool) {
 	if s.Control == "" {

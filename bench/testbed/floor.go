@@ -2,8 +2,10 @@ package testbed
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +38,18 @@ const FloorNamespace = "bench-floor"
 // FloorLabel labels FloorNamespace; the floor's webhooks select exactly namespaces with it.
 const FloorLabel = "bench.gauntlet.dev/floor"
 
+// FloorPatchingNamespace is where dry-run creates pass only the patching floor's webhooks: the
+// floor's, its mutating one answering with the patch the benchmarked mutating webhook returns
+// (FloorObjects.Stamp).
+const FloorPatchingNamespace = "bench-floor-patching"
+
+// FloorPatchingLabel labels FloorPatchingNamespace; the patching floor's webhooks select exactly
+// namespaces with it.
+const FloorPatchingLabel = "bench.gauntlet.dev/floor-patching"
+
+// FloorStampValue is the value the patching floor's patch gives FloorObjects.Stamp.
+const FloorStampValue = "gauntlet-floor"
+
 // floorPackage is the floor webhook's main package, relative to the workspace root.
 const floorPackage = "./bench/cmd/gauntlet-floor-webhook"
 
@@ -67,22 +81,27 @@ func BuildFloor(ctx context.Context) (string, error) {
 	return built[floorPackage], nil
 }
 
-// InstallFloor deploys the floor webhook and waits until the API server routes FloorNamespace through it.
+// InstallFloor deploys the floor webhook and waits until the API server routes FloorNamespace
+// and FloorPatchingNamespace through it.
 //
 // The floor serves a validating and a mutating webhook with the rules, match
 // policy, timeout and failure policy the chart gives the operator's
 // DynamoGraphDeployment webhooks, behind a Service of its own, so a dry-run
 // create in FloorNamespace takes the operator's path (API server → Service →
-// TLS → pod) to a server that does nothing. FloorNamespace also carries
-// ControlLabel, which the bench release's webhooks skip. Objects that exist
-// are kept, except the webhook configurations, which are replaced so that
-// their CA bundle is the one of the floor's Secret.
+// TLS → pod) to a server that does nothing. In FloorPatchingNamespace a second
+// pair of webhooks calls the same pod, whose mutating one answers with the
+// patch the operator's returns (the origin-version annotation, valued
+// FloorStampValue): the API server's cost of applying it is then on the
+// floor's side too. Both namespaces also carry ControlLabel, which the bench
+// release's webhooks skip. Objects that exist are kept, except the webhook
+// configurations, which are replaced so that their CA bundle is the one of
+// the floor's Secret.
 //
-// The wait ends when a dry-run create in FloorNamespace comes back with the
-// floor's warning and unstamped, and one of an invalid DynamoGraphDeployment
-// is admitted: the floor's webhooks run there and the operator's do not. The
-// warning is read through a client made from a copy of restConfig; dyn makes
-// the second request.
+// The wait ends when, in each namespace, a dry-run create comes back with the
+// floor's warning, stamped by the patching floor alone, and one of an invalid
+// DynamoGraphDeployment is admitted: the floor's webhooks run there and the
+// operator's do not. The warning is read through a client made from a copy of
+// restConfig; dyn makes the second request.
 func InstallFloor(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, restConfig *rest.Config, logf func(string, ...any)) error {
 	return InstallFloorFor(ctx, kube, dyn, restConfig, DynamoFloor(), logf)
 }
@@ -95,7 +114,8 @@ type FloorObjects struct {
 	// Admitted builds an object the benchmarked webhooks admit; Denied, one they deny (nil: the
 	// routing check cannot show that they skip FloorNamespace this way).
 	Admitted, Denied func(namespace, name string) *unstructured.Unstructured
-	// Stamp is an annotation the benchmarked mutating webhook adds ("": none to look for).
+	// Stamp is an annotation the benchmarked mutating webhook adds ("": none to look for, and no
+	// patching floor).
 	Stamp string
 	// What names the benchmarked webhooks in errors, e.g. "the operator's".
 	What string
@@ -110,7 +130,12 @@ func DynamoFloor() FloorObjects {
 // InstallFloorFor is InstallFloor with webhooks matching objs.Resource, checked with objs's objects.
 func InstallFloorFor(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, restConfig *rest.Config, objs FloorObjects, logf func(string, ...any)) error {
 	start := time.Now()
-	for _, ns := range floorNamespaces() {
+	patch, err := floorPatch(objs)
+	if err != nil {
+		return err
+	}
+	routes := floorRoutes(objs)
+	for _, ns := range floorNamespaces(routes) {
 		if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating Namespace %s: %w", ns.Name, err)
 		}
@@ -119,19 +144,21 @@ func InstallFloorFor(ctx context.Context, kube kubernetes.Interface, dyn dynamic
 	if err != nil {
 		return err
 	}
-	if _, err := kube.AppsV1().Deployments(floorName).Create(ctx, floorDeployment(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := kube.AppsV1().Deployments(floorName).Create(ctx, floorDeployment(patch), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating Deployment %s/%s: %w", floorName, floorName, err)
 	}
 	if _, err := kube.CoreV1().Services(floorName).Create(ctx, floorService(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating Service %s/%s: %w", floorName, floorName, err)
 	}
-	validating, mutating := floorWebhooks(caPEM, objs.Resource)
 	admission := kube.AdmissionregistrationV1()
-	if err := createOrReplace(ctx, "ValidatingWebhookConfiguration", validating, admission.ValidatingWebhookConfigurations()); err != nil {
-		return err
-	}
-	if err := createOrReplace(ctx, "MutatingWebhookConfiguration", mutating, admission.MutatingWebhookConfigurations()); err != nil {
-		return err
+	for _, route := range routes {
+		validating, mutating := floorWebhooks(caPEM, objs.Resource, route)
+		if err := createOrReplace(ctx, "ValidatingWebhookConfiguration", validating, admission.ValidatingWebhookConfigurations()); err != nil {
+			return err
+		}
+		if err := createOrReplace(ctx, "MutatingWebhookConfiguration", mutating, admission.MutatingWebhookConfigurations()); err != nil {
+			return err
+		}
 	}
 	if err := release.WaitDeploymentAvailable(ctx, kube, floorName, floorName, 2*time.Minute); err != nil {
 		return fmt.Errorf("starting the floor webhook: %w", err)
@@ -143,21 +170,75 @@ func InstallFloorFor(ctx context.Context, kube kubernetes.Interface, dyn dynamic
 	if err != nil {
 		return fmt.Errorf("building a dynamic client for %s: %w", cfg.Host, err)
 	}
-	if err := waitFloorRouting(ctx, recorded, warned, dyn, objs); err != nil {
-		return err
+	for _, route := range routes {
+		if err := waitFloorRouting(ctx, recorded, warned, dyn, objs, route); err != nil {
+			return err
+		}
+		logf("%s answers in namespace %s, %s webhooks skip it (%.1fs)", route.what, route.namespace, objs.What, time.Since(start).Seconds())
 	}
-	logf("floor webhook answers in namespace %s, %s webhooks skip it (%.1fs)", FloorNamespace, objs.What, time.Since(start).Seconds())
 	return nil
 }
 
-// floorNamespaces are the floor's own namespace and FloorNamespace, which the
-// floor's webhooks select (FloorLabel) and the bench release's skip
-// (ControlLabel).
-func floorNamespaces() []*corev1.Namespace {
-	return []*corev1.Namespace{
-		{ObjectMeta: metav1.ObjectMeta{Name: floorName}},
-		{ObjectMeta: metav1.ObjectMeta{Name: FloorNamespace, Labels: map[string]string{FloorLabel: "true", ControlLabel: "true"}}},
+// A floorRoute is a namespace whose dry-run creates pass only a pair of the floor's webhooks,
+// named and selected by a label of its own.
+type floorRoute struct {
+	namespace, label string
+	// configuration names both webhook configurations; prefix, their webhooks (prefix.bench.gauntlet.dev).
+	configuration, prefix string
+	// mutatePath is the path the mutating webhook calls; patching, whether its answer is the floor's patch.
+	mutatePath string
+	patching   bool
+	// what names the route in progress lines.
+	what string
+}
+
+// The floor's routes: the plain floor, and the patching one.
+var (
+	plainFloor = floorRoute{namespace: FloorNamespace, label: FloorLabel, configuration: floorWebhookConfig, prefix: "floor",
+		mutatePath: "/mutate", what: "floor webhook"}
+	patchingFloor = floorRoute{namespace: FloorPatchingNamespace, label: FloorPatchingLabel, configuration: floorWebhookConfig + "-patching",
+		prefix: "floor-patching", mutatePath: "/mutate-patching", patching: true, what: "patching floor webhook"}
+)
+
+// floorRoutes are the floor's routes for objs: the patching floor only when the benchmarked
+// mutating webhook stamps something.
+func floorRoutes(objs FloorObjects) []floorRoute {
+	if objs.Stamp == "" {
+		return []floorRoute{plainFloor}
 	}
+	return []floorRoute{plainFloor, patchingFloor}
+}
+
+// floorPatch is the JSON patch of the patching floor: what the benchmarked mutating webhook
+// returns for objs.Admitted, objs.Stamp added with FloorStampValue — one operation adding the
+// annotation, or the annotations map when the object has none, as the operator writes it
+// (operator/internal/webhook/defaulting). Empty when objs stamps nothing.
+func floorPatch(objs FloorObjects) (string, error) {
+	if objs.Stamp == "" {
+		return "", nil
+	}
+	op := map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{objs.Stamp: FloorStampValue}}
+	if objs.Admitted(FloorPatchingNamespace, "floor-patch").GetAnnotations() != nil {
+		op = map[string]any{"op": "add", "path": "/metadata/annotations/" + pointerEscaper.Replace(objs.Stamp), "value": FloorStampValue}
+	}
+	patch, err := json.Marshal([]any{op})
+	if err != nil {
+		return "", fmt.Errorf("encoding the patching floor's patch: %w", err)
+	}
+	return string(patch), nil
+}
+
+// pointerEscaper escapes a key as a JSON pointer's reference token (RFC 6901).
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// floorNamespaces are the floor's own namespace and one per route, which the route's webhooks
+// select (its label) and the bench release's skip (ControlLabel).
+func floorNamespaces(routes []floorRoute) []*corev1.Namespace {
+	out := []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: floorName}}}
+	for _, r := range routes {
+		out = append(out, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.namespace, Labels: map[string]string{r.label: "true", ControlLabel: "true"}}})
+	}
+	return out
 }
 
 // floorHost is the floor Service's host name, which the API server expects
@@ -198,8 +279,17 @@ func ensureFloorSecret(ctx context.Context, kube kubernetes.Interface) ([]byte, 
 var floorLabels = map[string]string{"app.kubernetes.io/name": FloorImage, "app.kubernetes.io/part-of": "gauntlet-bench"}
 
 // floorDeployment runs one floor webhook with the serving certificate mounted
-// read-only, Ready once its probe port answers.
-func floorDeployment() *appsv1.Deployment {
+// read-only, Ready once its probe port answers; patch, when not empty, is the
+// patching floor's answer.
+func floorDeployment(patch string) *appsv1.Deployment {
+	args := []string{
+		fmt.Sprintf("--port=%d", floorWebhookPort),
+		"--cert-dir=" + floorCertDir,
+		fmt.Sprintf("--probe-port=%d", floorProbePort),
+	}
+	if patch != "" {
+		args = append(args, "--patch="+patch)
+	}
 	replicas := int32(1)
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: floorName, Namespace: floorName, Labels: floorLabels},
@@ -212,11 +302,7 @@ func floorDeployment() *appsv1.Deployment {
 					Containers: []corev1.Container{{
 						Name:  "webhook",
 						Image: FloorImage,
-						Args: []string{
-							fmt.Sprintf("--port=%d", floorWebhookPort),
-							"--cert-dir=" + floorCertDir,
-							fmt.Sprintf("--probe-port=%d", floorProbePort),
-						},
+						Args:  args,
 						Ports: []corev1.ContainerPort{
 							{Name: "webhook-server", ContainerPort: floorWebhookPort, Protocol: corev1.ProtocolTCP},
 							{Name: "healthz", ContainerPort: floorProbePort, Protocol: corev1.ProtocolTCP},
@@ -249,12 +335,12 @@ func floorService() *corev1.Service {
 	}
 }
 
-// floorWebhooks are the floor's webhook configurations: one webhook each,
-// matching resource as the chart's DynamoGraphDeployment webhooks match theirs
-// (see charts/dynamo-operator/files/webhook/manifests.yaml, checked by
-// TestFloorWebhooksMatchWhatTheChartsDynamoGraphDeploymentWebhooksMatch), in
-// the namespaces labelled FloorLabel, trusting caPEM.
-func floorWebhooks(caPEM []byte, resource schema.GroupVersionResource) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
+// floorWebhooks are the webhook configurations of a route of the floor: one
+// webhook each, matching resource as the chart's DynamoGraphDeployment
+// webhooks match theirs (see charts/dynamo-operator/files/webhook/manifests.yaml,
+// checked by TestFloorWebhooksMatchWhatTheChartsDynamoGraphDeploymentWebhooksMatch),
+// in the namespaces labelled route.label, trusting caPEM.
+func floorWebhooks(caPEM []byte, resource schema.GroupVersionResource, route floorRoute) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
 	rules := []admissionregistrationv1.RuleWithOperations{{
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		Rule: admissionregistrationv1.Rule{
@@ -274,19 +360,19 @@ func floorWebhooks(caPEM []byte, resource schema.GroupVersionResource) (*admissi
 	fail := admissionregistrationv1.Fail
 	equivalent := admissionregistrationv1.Equivalent
 	timeout := int32(10)
-	selector := &metav1.LabelSelector{MatchLabels: map[string]string{FloorLabel: "true"}}
-	meta := metav1.ObjectMeta{Name: floorWebhookConfig, Labels: floorLabels}
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{route.label: "true"}}
+	meta := metav1.ObjectMeta{Name: route.configuration, Labels: floorLabels}
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 			ObjectMeta: meta,
 			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-				Name: "validate.floor.bench.gauntlet.dev", ClientConfig: client("/validate"), Rules: rules,
+				Name: "validate." + route.prefix + ".bench.gauntlet.dev", ClientConfig: client("/validate"), Rules: rules,
 				FailurePolicy: &fail, MatchPolicy: &equivalent, NamespaceSelector: selector, SideEffects: &sideEffects,
 				TimeoutSeconds: &timeout, AdmissionReviewVersions: []string{"v1"},
 			}},
 		}, &admissionregistrationv1.MutatingWebhookConfiguration{
 			ObjectMeta: meta,
 			Webhooks: []admissionregistrationv1.MutatingWebhook{{
-				Name: "mutate.floor.bench.gauntlet.dev", ClientConfig: client("/mutate"), Rules: rules,
+				Name: "mutate." + route.prefix + ".bench.gauntlet.dev", ClientConfig: client(route.mutatePath), Rules: rules,
 				FailurePolicy: &fail, MatchPolicy: &equivalent, NamespaceSelector: selector, SideEffects: &sideEffects,
 				TimeoutSeconds: &timeout, AdmissionReviewVersions: []string{"v1"},
 			}},
@@ -321,19 +407,21 @@ func createOrReplace[T metav1.Object](ctx context.Context, kind string, obj T, c
 }
 
 // waitFloorRouting waits until a dry-run create of an admitted object in
-// FloorNamespace (through recorded, whose warnings warned records) comes back
-// with the floor's warning and without the benchmarked mutating webhook's stamp,
-// and one of a denied object (through dyn) is admitted: the floor's webhooks
-// run there, the benchmarked ones do not. The first answers may still route
-// the old way while the API server's informers catch up with the new webhook
+// route's namespace (through recorded, whose warnings warned records) comes
+// back with the floor's warning and stamped as the route stamps it (the
+// patching floor with FloorStampValue, the plain floor not at all), and one of
+// a denied object (through dyn) is admitted: the floor's webhooks run there,
+// the benchmarked ones do not. The first answers may still route the old way
+// while the API server's informers catch up with the new webhook
 // configurations and Service endpoints.
-func waitFloorRouting(ctx context.Context, recorded dynamic.Interface, warned *warningRecorder, dyn dynamic.Interface, objs FloorObjects) error {
+func waitFloorRouting(ctx context.Context, recorded dynamic.Interface, warned *warningRecorder, dyn dynamic.Interface, objs FloorObjects, route floorRoute) error {
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
-	what := fmt.Sprintf("dry-run creates of %s in namespace %s to come back with the floor webhook's warning %q and to skip %s webhooks", objs.Resource.Resource, FloorNamespace, floorWarning, objs.What)
+	ns := route.namespace
+	what := fmt.Sprintf("dry-run creates of %s in namespace %s to come back with the floor webhook's warning %q and to skip %s webhooks", objs.Resource.Resource, ns, floorWarning, objs.What)
 	return poll.Until(ctx, what, time.Minute, func(ctx context.Context) (bool, string, error) {
 		name := floorProbePrefix + rand.String(5)
 		warned.take()
-		got, err := recorded.Resource(objs.Resource).Namespace(FloorNamespace).Create(ctx, objs.Admitted(FloorNamespace, name), dry)
+		got, err := recorded.Resource(objs.Resource).Namespace(ns).Create(ctx, objs.Admitted(ns, name), dry)
 		warnings := warned.take()
 		if err != nil {
 			return false, err.Error(), nil
@@ -341,19 +429,38 @@ func waitFloorRouting(ctx context.Context, recorded dynamic.Interface, warned *w
 		if !slices.Contains(warnings, floorWarning) {
 			return false, fmt.Sprintf("admitted with warnings %q, none of them the floor webhook's", warnings), nil
 		}
-		if _, ok := got.GetAnnotations()[objs.Stamp]; ok && objs.Stamp != "" {
-			return false, fmt.Sprintf("admitted stamped with %s: %s mutating webhook selects the namespace too", objs.Stamp, objs.What), nil
+		if msg := wrongStamp(got.GetAnnotations(), objs, route); msg != "" {
+			return false, msg, nil
 		}
 		if objs.Denied == nil {
 			return true, "", nil
 		}
 		// Not a probe's name: the caller's client would print the floor's warning.
-		denied := objs.Denied(FloorNamespace, "floor-denied-"+rand.String(5))
-		if _, err := dyn.Resource(objs.Resource).Namespace(FloorNamespace).Create(ctx, denied, dry); err != nil {
+		denied := objs.Denied(ns, "floor-denied-"+rand.String(5))
+		if _, err := dyn.Resource(objs.Resource).Namespace(ns).Create(ctx, denied, dry); err != nil {
 			return false, fmt.Sprintf("an object %s webhooks deny was refused (does their validating webhook select the namespace?): %v", objs.What, err), nil
 		}
 		return true, "", nil
 	})
+}
+
+// wrongStamp says what is wrong with the stamp of an object admitted in route's namespace
+// (annotations), or "" when nothing is: the plain floor leaves objs.Stamp out, the patching
+// floor sets it to FloorStampValue, and any other value is the benchmarked webhook's.
+func wrongStamp(annotations map[string]string, objs FloorObjects, route floorRoute) string {
+	if objs.Stamp == "" {
+		return ""
+	}
+	v, ok := annotations[objs.Stamp]
+	switch {
+	case route.patching && !ok:
+		return fmt.Sprintf("admitted without %s: the patching floor's mutating webhook did not patch it", objs.Stamp)
+	case ok && v != FloorStampValue:
+		return fmt.Sprintf("admitted stamped with %s=%q: %s mutating webhook selects the namespace too", objs.Stamp, v, objs.What)
+	case ok && !route.patching:
+		return fmt.Sprintf("admitted stamped with %s=%q: the patching floor's mutating webhook selects namespace %s too", objs.Stamp, v, route.namespace)
+	}
+	return ""
 }
 
 // warningRecorder is a client-go warning handler that keeps the warnings the

@@ -50,7 +50,7 @@ func chartWebhook(t *testing.T, name string) admissionregistrationv1.ValidatingW
 }
 
 func TestFloorWebhooksMatchWhatTheChartsDynamoGraphDeploymentWebhooksMatch(t *testing.T) {
-	validating, mutating := floorWebhooks([]byte("ca"), dynamo.GraphDeployments)
+	validating, mutating := floorWebhooks([]byte("ca"), dynamo.GraphDeployments, plainFloor)
 	require.Len(t, validating.Webhooks, 1)
 	require.Len(t, mutating.Webhooks, 1)
 	v, m := validating.Webhooks[0], mutating.Webhooks[0]
@@ -79,7 +79,7 @@ func TestFloorWebhooksMatchWhatTheChartsDynamoGraphDeploymentWebhooksMatch(t *te
 // select the webhook namespace and not FloorNamespace.
 func TestOnlyTheFloorSelectsTheFloorNamespace(t *testing.T) {
 	nsLabels := map[string]labels.Set{WebhookNamespace: {}, ControlNamespace: {ControlLabel: "true"}}
-	for _, ns := range floorNamespaces() {
+	for _, ns := range floorNamespaces(floorRoutes(DynamoFloor())) {
 		nsLabels[ns.Name] = ns.Labels
 	}
 	selects := func(sel *metav1.LabelSelector, ns string) bool {
@@ -88,7 +88,7 @@ func TestOnlyTheFloorSelectsTheFloorNamespace(t *testing.T) {
 		return s.Matches(nsLabels[ns])
 	}
 
-	validating, mutating := floorWebhooks(nil, dynamo.GraphDeployments)
+	validating, mutating := floorWebhooks(nil, dynamo.GraphDeployments, plainFloor)
 	for _, sel := range []*metav1.LabelSelector{validating.Webhooks[0].NamespaceSelector, mutating.Webhooks[0].NamespaceSelector} {
 		assert.True(t, selects(sel, FloorNamespace))
 		assert.False(t, selects(sel, WebhookNamespace))
@@ -103,7 +103,7 @@ func TestOnlyTheFloorSelectsTheFloorNamespace(t *testing.T) {
 }
 
 func TestFloorWebhooksReachThePodThroughTheService(t *testing.T) {
-	d, svc := floorDeployment(), floorService()
+	d, svc := floorDeployment(""), floorService()
 	pod := d.Spec.Template
 	assert.Equal(t, labels.Set(svc.Spec.Selector), labels.Set(pod.Labels))
 	require.Len(t, pod.Spec.Containers, 1)
@@ -126,7 +126,7 @@ func TestFloorWebhooksReachThePodThroughTheService(t *testing.T) {
 	require.Len(t, pod.Spec.Volumes, 1)
 	assert.Equal(t, floorSecret, pod.Spec.Volumes[0].Secret.SecretName)
 
-	validating, mutating := floorWebhooks([]byte("ca"), dynamo.GraphDeployments)
+	validating, mutating := floorWebhooks([]byte("ca"), dynamo.GraphDeployments, plainFloor)
 	for _, cc := range []admissionregistrationv1.WebhookClientConfig{validating.Webhooks[0].ClientConfig, mutating.Webhooks[0].ClientConfig} {
 		require.NotNil(t, cc.Service)
 		assert.Equal(t, svc.Namespace, cc.Service.Namespace)
@@ -169,11 +169,66 @@ func TestAnExistingFloorSecretKeepsItsCA(t *testing.T) {
 func TestCreateOrReplaceReplacesAnExistingWebhookConfiguration(t *testing.T) {
 	kube := fake.NewClientset()
 	c := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	old, _ := floorWebhooks([]byte("old CA"), dynamo.GraphDeployments)
+	old, _ := floorWebhooks([]byte("old CA"), dynamo.GraphDeployments, plainFloor)
 	require.NoError(t, createOrReplace(t.Context(), "ValidatingWebhookConfiguration", old, c))
-	current, _ := floorWebhooks([]byte("new CA"), dynamo.GraphDeployments)
+	current, _ := floorWebhooks([]byte("new CA"), dynamo.GraphDeployments, plainFloor)
 	require.NoError(t, createOrReplace(t.Context(), "ValidatingWebhookConfiguration", current, c))
 	got, err := c.Get(t.Context(), floorWebhookConfig, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []byte("new CA"), got.Webhooks[0].ClientConfig.CABundle)
+}
+
+// TestThePatchingFloorReturnsTheOperatorsPatchInANamespaceOfItsOwn: the patching floor's
+// webhooks select FloorPatchingNamespace alone, call the same pod, the mutating one on the path
+// the floor answers with its patch, and the patch adds the annotation map the operator adds to an
+// object without annotations (the bench's DynamoGraphDeployment).
+func TestThePatchingFloorReturnsTheOperatorsPatchInANamespaceOfItsOwn(t *testing.T) {
+	routes := floorRoutes(DynamoFloor())
+	require.Equal(t, []floorRoute{plainFloor, patchingFloor}, routes)
+	nsLabels := map[string]labels.Set{}
+	for _, ns := range floorNamespaces(routes) {
+		nsLabels[ns.Name] = ns.Labels
+	}
+	validating, mutating := floorWebhooks([]byte("ca"), dynamo.GraphDeployments, patchingFloor)
+	for _, sel := range []*metav1.LabelSelector{validating.Webhooks[0].NamespaceSelector, mutating.Webhooks[0].NamespaceSelector} {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		require.NoError(t, err)
+		assert.True(t, s.Matches(nsLabels[FloorPatchingNamespace]))
+		assert.False(t, s.Matches(nsLabels[FloorNamespace]))
+	}
+	assert.Equal(t, "true", nsLabels[FloorPatchingNamespace][ControlLabel], "the bench release's webhooks skip it")
+	assert.Equal(t, "/mutate-patching", *mutating.Webhooks[0].ClientConfig.Service.Path)
+	assert.Equal(t, "/validate", *validating.Webhooks[0].ClientConfig.Service.Path)
+	assert.Equal(t, "mutate.floor-patching.bench.gauntlet.dev", mutating.Webhooks[0].Name)
+	plainV, _ := floorWebhooks([]byte("ca"), dynamo.GraphDeployments, plainFloor)
+	assert.NotEqual(t, plainV.Name, validating.Name, "a configuration of its own")
+
+	patch, err := floorPatch(DynamoFloor())
+	require.NoError(t, err)
+	assert.JSONEq(t, `[{"op":"add","path":"/metadata/annotations","value":{"nvidia.com/dynamo-operator-origin-version":"gauntlet-floor"}}]`, patch)
+	assert.Contains(t, floorDeployment(patch).Spec.Template.Spec.Containers[0].Args, "--patch="+patch)
+
+	annotated := DynamoFloor()
+	annotated.Admitted = func(ns, name string) *unstructured.Unstructured {
+		o := dynamo.GraphDeployment(ns, name)
+		o.SetAnnotations(map[string]string{"team": "a"})
+		return o
+	}
+	patch, err = floorPatch(annotated)
+	require.NoError(t, err)
+	assert.JSONEq(t, `[{"op":"add","path":"/metadata/annotations/nvidia.com~1dynamo-operator-origin-version","value":"gauntlet-floor"}]`, patch)
+
+	noStamp := DynamoFloor()
+	noStamp.Stamp = ""
+	assert.Equal(t, []floorRoute{plainFloor}, floorRoutes(noStamp), "nothing to patch: no patching floor")
+}
+
+func TestWrongStampSaysWhoseWebhookRan(t *testing.T) {
+	objs := DynamoFloor()
+	key := dynamo.OriginVersionAnnotation
+	assert.Empty(t, wrongStamp(nil, objs, plainFloor))
+	assert.Empty(t, wrongStamp(map[string]string{key: FloorStampValue}, objs, patchingFloor))
+	assert.Contains(t, wrongStamp(nil, objs, patchingFloor), "the patching floor's mutating webhook did not patch it")
+	assert.Contains(t, wrongStamp(map[string]string{key: "v0.3.0"}, objs, patchingFloor), `="v0.3.0": the operator's mutating webhook selects the namespace too`)
+	assert.Contains(t, wrongStamp(map[string]string{key: FloorStampValue}, objs, plainFloor), "the patching floor's mutating webhook selects namespace bench-floor too")
 }

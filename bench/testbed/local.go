@@ -217,7 +217,7 @@ func startLocal(ctx context.Context, opts LocalOptions, sides []localSide) (_ []
 		return nil, err
 	}
 	for _, t := range out {
-		t.FloorNamespace = FloorNamespace
+		t.FloorNamespace, t.FloorPatchingNamespace = FloorNamespace, FloorPatchingNamespace
 		if err := t.finish(ctx, logf); err != nil {
 			return nil, err
 		}

@@ -90,6 +90,10 @@ type Testbed struct {
 	// FloorNamespace is where dry-run creates pass only the floor webhook
 	// (InstallFloor); empty when the testbed has none (envtest).
 	FloorNamespace string
+	// FloorPatchingNamespace is where they pass only the patching floor's
+	// webhooks (InstallFloor); empty when the testbed has none (envtest, a
+	// target's).
+	FloorPatchingNamespace string
 
 	// Object is, on a target's testbed (StartTargetAB), what its dry-run creates create: the
 	// target's probe object. nil on the reference operator's, which creates DynamoGraphDeployments.

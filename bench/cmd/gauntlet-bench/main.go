@@ -184,6 +184,7 @@ type ladderSettings struct {
 	warmup, duration, saturation          *time.Duration
 	windows                               *int
 	invalid, directTarget, overheadTarget *float64
+	floorGoal                             *float64
 }
 
 // ladderFlags binds the ladder flags, their defaults taken from def.
@@ -198,6 +199,8 @@ func ladderFlags(fs *flag.FlagSet, def benchmark.Config) *ladderSettings {
 		invalid:        fs.Float64("invalid-ratio", def.InvalidRatio, "Fraction of direct requests carrying an invalid DynamoGraphDeployment."),
 		directTarget:   fs.Float64("direct-p99-target", def.DirectP99TargetMs, "Direct p99 target in ms; the report names the highest rate under it."),
 		overheadTarget: fs.Float64("overhead-p99-target", def.OverheadP99TargetMs, "Target in ms for the p99 the webhooks add through the API server."),
+		floorGoal: fs.Float64("floor-ratio-goal", def.FloorRatioGoal,
+			"Goal for the webhooks' overhead as a multiple of the floor's (and the patching floor's), at p50 and p99; the report judges every rate against it."),
 	}
 }
 
@@ -221,6 +224,9 @@ func (l *ladderSettings) apply(cfg *benchmark.Config) error {
 		cfg.Duration = *l.duration
 	}
 	cfg.InvalidRatio, cfg.DirectP99TargetMs, cfg.OverheadP99TargetMs = *l.invalid, *l.directTarget, *l.overheadTarget
+	if cfg.FloorRatioGoal = *l.floorGoal; cfg.FloorRatioGoal < 1 {
+		return usageError{fmt.Errorf("--floor-ratio-goal=%v: must be at least 1 (the floor's own overhead)", cfg.FloorRatioGoal)}
+	}
 	cfg.SaturationP50 = *l.saturation
 	cfg.Windows = *l.windows
 	if cfg.Windows < 1 {
@@ -446,9 +452,10 @@ func abCommand(ctx context.Context, args []string) error {
 	nameA := fmt.Sprintf("BASE_REF=%s (%s)", base.Ref, shortRev(base.Revision))
 	nameB := "the working tree (" + shortRev(revB) + ")"
 	fmt.Fprintf(os.Stderr, "gauntlet-bench: A/B run %s — side A: %s, side B: %s; %d direct and %d API-server rates, "+
-		"A B B A … or B A A B … in %d segments of %s per side (warm-up %s before a side's first, %s before the others); attacks take ≈ %s\n",
+		"the sides, the control and the floors in turns (A B control floor floor-patching, then back) in %d segments of %s per ladder "+
+		"(warm-up %s before a ladder's first, %s before the others); attacks take ≈ %s\n",
 		*run, nameA, nameB, len(cfg.DirectRates), len(cfg.APIServerRates), cfg.Segments, cfg.Duration/time.Duration(cfg.Segments),
-		cfg.Warmup, cfg.SegmentWarmup, cfg.EstimateAB(false).Round(time.Second))
+		cfg.Warmup, cfg.SegmentWarmup, cfg.EstimateAB(false, 2).Round(time.Second))
 	if strings.HasSuffix(revB, "-dirty") {
 		fmt.Fprintf(os.Stderr, "• the working tree has uncommitted changes: they are measured on side B\n")
 	}

@@ -88,9 +88,10 @@ func abTarget(ctx context.Context, r abTargetRun) error {
 		aa = " (A/A: the same version on both sides)"
 	}
 	fmt.Fprintf(os.Stderr, "gauntlet-bench: A/B run %s of target %s — side A: %s, side B: %s%s; %d API-server rates, "+
-		"A B B A … or B A A B … in %d segments of %s per side (warm-up %s before a side's first, %s before the others); attacks take ≈ %s\n",
+		"each side's ladder, control and floor in turns (A B, control A, control B, floor A, floor B, then back) in %d segments of %s per ladder "+
+		"(warm-up %s before a ladder's first, %s before the others); attacks take ≈ %s\n",
 		r.run, b.Name, sideName(a), sideName(b), aa, len(cfg.APIServerRates), cfg.Segments, cfg.Duration/time.Duration(cfg.Segments),
-		cfg.Warmup, cfg.SegmentWarmup, cfg.EstimateAB(true).Round(time.Second))
+		cfg.Warmup, cfg.SegmentWarmup, cfg.EstimateAB(true, 1).Round(time.Second))
 	started := time.Now()
 	pair, err := testbed.StartTargetAB(ctx, testbed.LocalOptions{ClusterName: r.cluster, Keep: r.keep, Progress: os.Stderr},
 		testbed.TargetSide{Name: sideName(a), Target: a, Values: r.valuesA}, testbed.TargetSide{Name: sideName(b), Target: b, Values: r.valuesB})

@@ -6,12 +6,16 @@
 // trip, and nothing else; the bench states the operator's admission overhead
 // as a multiple of that.
 //
-//	gauntlet-floor-webhook [--port 9443] [--cert-dir /tls] [--probe-port 8081]
+//	gauntlet-floor-webhook [--port 9443] [--cert-dir /tls] [--probe-port 8081] [--patch JSON]
 //
 // It serves HTTPS on --port with tls.crt and tls.key from --cert-dir, read
 // once at start (the bench's floor lives no longer than its certificate), and
 // plain HTTP GET /healthz on --probe-port for the readiness probe. Every POST,
-// whatever its path, is an admission review. A review of an object named
+// whatever its path, is an admission review; one POSTed to /mutate-patching is
+// answered with the JSON patch --patch gives, when it gives one: the patching
+// floor, which returns what the benchmarked mutating webhook returns (for the
+// bench, the operator's origin-version annotation), so that the API server's
+// cost of applying a patch is on both sides of a comparison. A review of an object named
 // "floor-probe-…" is answered with the warning "gauntlet floor webhook", which
 // the API server passes on to the client: how an installer proves that a
 // namespace is routed through the floor. No other answer carries a warning, so
@@ -43,6 +47,9 @@ const floorProbePrefix = "floor-probe-"
 
 // floorWarning is the warning a probe's review is answered with.
 const floorWarning = "gauntlet floor webhook"
+
+// patchingPath is where reviews are answered with --patch.
+const patchingPath = "/mutate-patching"
 
 // maxRequestBytes bounds an admission review's body: the operator's limit
 // (controller-runtime's: two objects of at most 3 MiB, plus 1 MiB for the
@@ -78,11 +85,15 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	port := fs.Int("port", 9443, "HTTPS port of the admission webhook")
 	certDir := fs.String("cert-dir", "/tls", "directory holding the serving certificate (tls.crt) and key (tls.key)")
 	probePort := fs.Int("probe-port", 8081, "plain HTTP port serving GET /healthz")
+	patch := fs.String("patch", "", "JSON patch (an array of operations) answering every review POSTed to "+patchingPath+"; empty: none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q: every setting is a flag (see --help)", fs.Args())
+	}
+	if err := validPatch(*patch); err != nil {
+		return err
 	}
 	certFile, keyFile := filepath.Join(*certDir, "tls.crt"), filepath.Join(*certDir, "tls.key")
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
@@ -99,15 +110,38 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 		return fmt.Errorf("listening for health probes (--probe-port): %w", err)
 	}
 	_, _ = fmt.Fprintf(log, "serving on :%d (health probes on :%d)\n", *port, *probePort)
-	return serve(ctx, webhookLn, probeLn, &cert)
+	return serve(ctx, webhookLn, probeLn, &cert, []byte(*patch))
 }
 
-// serve answers admission reviews over TLS on webhookLn and health probes on
-// probeLn until ctx ends or a server fails, then shuts both down, letting
-// requests in flight finish.
-func serve(ctx context.Context, webhookLn, probeLn net.Listener, cert *tls.Certificate) error {
+// validPatch checks that patch is empty or a JSON array of operations, each
+// with an op and a path: the API server refuses anything else, and every
+// measured request would fail.
+func validPatch(patch string) error {
+	if patch == "" {
+		return nil
+	}
+	var ops []struct {
+		Op   string `json:"op"`
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal([]byte(patch), &ops); err != nil {
+		return fmt.Errorf("--patch %q is not a JSON patch (an array of operations): %w", patch, err)
+	}
+	for i, op := range ops {
+		if op.Op == "" || op.Path == "" {
+			return fmt.Errorf("--patch %q: operation %d has no op or no path", patch, i+1)
+		}
+	}
+	return nil
+}
+
+// serve answers admission reviews over TLS on webhookLn (those to
+// patchingPath with patch, when not empty) and health probes on probeLn until
+// ctx ends or a server fails, then shuts both down, letting requests in flight
+// finish.
+func serve(ctx context.Context, webhookLn, probeLn net.Listener, cert *tls.Certificate, patch []byte) error {
 	webhook := &http.Server{
-		Handler:           http.HandlerFunc(admit),
+		Handler:           admitter{patch: patch},
 		TLSConfig:         serverTLS(cert),
 		Protocols:         http1Only(),
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -183,14 +217,21 @@ type reviewResponse struct {
 }
 
 type admissionResponse struct {
-	UID      string   `json:"uid"`
-	Allowed  bool     `json:"allowed"`
-	Warnings []string `json:"warnings,omitempty"`
+	UID       string   `json:"uid"`
+	Allowed   bool     `json:"allowed"`
+	PatchType string   `json:"patchType,omitempty"`
+	Patch     []byte   `json:"patch,omitempty"` // encoded base64, as the API expects
+	Warnings  []string `json:"warnings,omitempty"`
 }
 
-// admit answers every POST allowed, with the review's uid; see the package
+// admitter answers every POST allowed, with the review's uid, and those to
+// patchingPath with patch when it is not empty; see the package
 // documentation.
-func admit(w http.ResponseWriter, r *http.Request) {
+type admitter struct {
+	patch []byte
+}
+
+func (a admitter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		refuse(w, http.StatusMethodNotAllowed, r.Method+" is not served: admission reviews are POSTed")
@@ -213,6 +254,9 @@ func admit(w http.ResponseWriter, r *http.Request) {
 		APIVersion: "admission.k8s.io/v1",
 		Kind:       "AdmissionReview",
 		Response:   admissionResponse{UID: review.Request.UID, Allowed: true},
+	}
+	if len(a.patch) > 0 && r.URL.Path == patchingPath {
+		resp.Response.PatchType, resp.Response.Patch = "JSONPatch", a.patch
 	}
 	if strings.HasPrefix(review.Request.Name, floorProbePrefix) {
 		resp.Response.Warnings = []string{floorWarning}

@@ -29,7 +29,7 @@ func review(uid, name string) string {
 func post(t *testing.T, path, body string) *httptest.ResponseRecorder {
 	t.Helper()
 	w := httptest.NewRecorder()
-	admit(w, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+	admitter{}.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
 	return w
 }
 
@@ -62,6 +62,46 @@ func TestAdmitWarnsOnlyForFloorProbes(t *testing.T) {
 	}
 }
 
+func TestAdmitAnswersThePatchingPathWithThePatch(t *testing.T) {
+	patch := `[{"op":"add","path":"/metadata/annotations","value":{"nvidia.com/dynamo-operator-origin-version":"floor"}}]`
+	a := admitter{patch: []byte(patch)}
+	for path, patched := range map[string]bool{patchingPath: true, "/mutate": false, "/validate": false} {
+		w := httptest.NewRecorder()
+		a.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, strings.NewReader(review("u-3", "bench-7"))))
+		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		var got struct {
+			Response struct {
+				Allowed   bool   `json:"allowed"`
+				PatchType string `json:"patchType"`
+				Patch     []byte `json:"patch"`
+			} `json:"response"`
+		}
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &got))
+		assert.True(t, got.Response.Allowed, path)
+		if !patched {
+			assert.Empty(t, got.Response.PatchType, path)
+			assert.Empty(t, got.Response.Patch, path)
+			continue
+		}
+		assert.Equal(t, "JSONPatch", got.Response.PatchType, path)
+		assert.JSONEq(t, patch, string(got.Response.Patch), path)
+	}
+	w := post(t, patchingPath, review("u-4", "bench-8"))
+	assert.NotContains(t, w.Body.String(), "patch", "without --patch the patching path answers as any other")
+}
+
+func TestRunRefusesAPatchThatIsNotOne(t *testing.T) {
+	for patch, want := range map[string]string{
+		`{"op":"add"}`:    "is not a JSON patch (an array of operations)",
+		`[{"op":"add"}]`:  "operation 1 has no op or no path",
+		`[{"path":"/a"}]`: "operation 1 has no op or no path",
+		`not json`:        "is not a JSON patch",
+	} {
+		err := run(t.Context(), []string{"--patch", patch, "--cert-dir", t.TempDir()}, io.Discard)
+		require.ErrorContains(t, err, want, patch)
+	}
+}
+
 func TestAdmitRefusesABodyWithoutAUID(t *testing.T) {
 	for _, body := range []string{`{"request":{"name":"x"}}`, `{"kind":"AdmissionReview"}`} {
 		w := post(t, "/validate", body)
@@ -83,7 +123,7 @@ func TestAdmitRefusesAnOversizedBody(t *testing.T) {
 
 func TestAdmitRefusesGET(t *testing.T) {
 	w := httptest.NewRecorder()
-	admit(w, httptest.NewRequest(http.MethodGet, "/validate", nil))
+	admitter{}.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/validate", nil))
 	assert.Equal(t, http.StatusMethodNotAllowed, w.Code)
 	assert.Equal(t, http.MethodPost, w.Header().Get("Allow"))
 }
@@ -117,7 +157,7 @@ func TestServeSpeaksHTTP1OverTLSAndStopsWhenCancelled(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, webhookLn, probeLn, &cert) }()
+	go func() { done <- serve(ctx, webhookLn, probeLn, &cert, nil) }()
 
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
