@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,8 +51,8 @@ func TestABSmokeOnLocal(t *testing.T) {
 	require.NoError(t, err)
 
 	// Per rate: validate and mutate on each side; through the API server the webhook ladder on
-	// each side, and the control and the two floors once, on both sides' records — all in turns.
-	want := 2*len(cfg.DirectRates) + 4*len(cfg.APIServerRates)
+	// each side, and the control and the three floors once, on both sides' records — all in turns.
+	want := 2*len(cfg.DirectRates) + 5*len(cfg.APIServerRates)
 	require.Len(t, a.Steps, want)
 	require.Len(t, b.Steps, want)
 	for i := range a.Steps {
@@ -59,7 +60,7 @@ func TestABSmokeOnLocal(t *testing.T) {
 		assert.Equal(t, sa.Key(), sb.Key())
 		assert.InDelta(t, 1.0, sa.SuccessRatio, 1e-9, "side A %s: %v", sa.Key(), sa.Errors)
 		assert.InDelta(t, 1.0, sb.SuccessRatio, 1e-9, "side B %s: %v", sb.Key(), sb.Errors)
-		shared := sa.Name == benchmark.APIServerDGDCtl || sa.Name == benchmark.APIServerFloor || sa.Name == benchmark.APIServerFloorPatching
+		shared := sa.Name == benchmark.APIServerDGDCtl || strings.HasPrefix(sa.Name, benchmark.APIServerFloor)
 		assert.Equal(t, shared, sa.Shared, sa.Key())
 		perSegment := max(1, cfg.Windows/cfg.Segments)
 		assert.Len(t, sa.Windows, cfg.Segments*perSegment, "%s: %d windows per segment", sa.Key(), perSegment)
@@ -82,7 +83,8 @@ func TestABSmokeOnLocal(t *testing.T) {
 	require.NoError(t, err)
 	for _, s := range []string{"## A/B comparison: side B against side A, measured in one run", "## Side A: operator overhead against the floor",
 		"## Side B: operator overhead against the floor", "## Side A: operator overhead against the patching floor",
-		"## Side A against the goal", "## Side B's ratio to the floor against side A's", "(a/report.md)"} {
+		"## Side A against the goal", "## Side B's ratio to the floor against side A's",
+		"## Side A: the Service hop: the floor through its Service against the floor at its pod's address", "(a/report.md)"} {
 		assert.Contains(t, string(md), s)
 	}
 	assert.Zero(t, c.Count(result.Missing), "every step measured on both sides")

@@ -48,6 +48,10 @@ const (
 	// floor's webhooks, the mutating one returning the operator's patch, so
 	// that the API server applies one on this side too.
 	APIServerFloorPatching = "apiserver/floor-patching"
+	// APIServerFloorDirect is the same through the floor's webhooks called at
+	// its pod's address (url:), bypassing the Service: against
+	// APIServerFloor, the Service hop's cost.
+	APIServerFloorDirect = "apiserver/floor-direct"
 )
 
 // Webhook paths of the DynamoGraphDeployment webhooks (the operator's
@@ -207,10 +211,11 @@ func Run(ctx context.Context, tb *testbed.Testbed, cfg Config, name string) (res
 }
 
 // Estimate is how long the attacks of c take on a local testbed (setup
-// excluded): three direct ladders, and the webhook, control and floor ladders
+// excluded): three direct ladders, and the webhook, control and three floor
+// ladders (the floor, the patching floor, the floor at its pod's address)
 // through the API server.
 func (c Config) Estimate() time.Duration {
-	steps := 3*len(c.DirectRates) + 3*len(c.APIServerRates)
+	steps := 3*len(c.DirectRates) + 5*len(c.APIServerRates)
 	return time.Duration(steps) * (c.Warmup + c.Duration)
 }
 
@@ -441,6 +446,10 @@ func apiServerWorkloads(tb *testbed.Testbed, operatorProbe load.Probe) ([]load.W
 		ladders = append(ladders, dryRunLadder{APIServerFloorPatching, tb.FloorPatchingNamespace, control,
 			"patching floor webhooks only: allowed without decoding the object, the mutating one returning the operator's patch", true})
 	}
+	if tb.FloorDirectNamespace != "" {
+		ladders = append(ladders, dryRunLadder{APIServerFloorDirect, tb.FloorDirectNamespace, control,
+			"floor webhooks only, called at the floor pod's address (url:), bypassing the Service", false})
+	}
 	var out []load.Workload
 	for _, d := range ladders {
 		path := fmt.Sprintf("/apis/%s/%s/namespaces/%s/%s", gvr.Group, gvr.Version, d.ns, gvr.Resource)
@@ -478,7 +487,7 @@ func (c Config) floors(res result.Result) report.Floors {
 	if res.Target != "" {
 		ladder = APIServerTarget
 	}
-	return report.Floors{Ladder: ladder, Floor: APIServerFloor, Patching: APIServerFloorPatching, Goal: c.FloorRatioGoal}
+	return report.Floors{Ladder: ladder, Floor: APIServerFloor, Patching: APIServerFloorPatching, Direct: APIServerFloorDirect, Goal: c.FloorRatioGoal}
 }
 
 // startProfile fetches a CPU profile of length d from a pprof endpoint into

@@ -17,7 +17,9 @@ type Floors struct {
 	// Floor is the floor's ladder: webhooks that answer allowed without
 	// decoding the object. Patching is the patching floor's: the same, its
 	// mutating webhook returning the benchmarked one's patch ("": none).
-	Floor, Patching string
+	// Direct is the floor's called at its pod's address, bypassing the
+	// Service ("": none).
+	Floor, Patching, Direct string
 	// Goal is the most Ladder's overhead may be as a multiple of a floor's
 	// (1.3: 30 % more than the floor); 0 states no goal.
 	Goal float64
@@ -135,6 +137,7 @@ func writeFloorRatios(b *bytes.Buffer, r result.Result, f Floors, prefix string)
 		{f.Ladder, f.Floor, webhooks, short + " overhead against the floor", short},
 		{f.Ladder, f.Patching, webhooks, short + " overhead against the patching floor", short},
 		{f.Patching, f.Floor, "the patching floor's webhooks", "the API server's cost of a patch: the patching floor against the floor", "patching floor"},
+		{f.Floor, f.Direct, "the floor's webhooks through the Service", "the Service hop: the floor through its Service against the floor at its pod's address", "floor via Service"},
 	} {
 		if t.ladder == "" || t.floor == "" {
 			continue
@@ -145,8 +148,12 @@ func writeFloorRatios(b *bytes.Buffer, r result.Result, f Floors, prefix string)
 		}
 		title := prefix + t.title
 		fmt.Fprintf(b, "## %s\n\n", strings.ToUpper(title[:1])+title[1:])
-		fmt.Fprintf(b, "The overhead of %s (%s) as a multiple of the overhead of %s, over the same control. 1.0× is the floor.\n\n",
+		fmt.Fprintf(b, "The overhead of %s (%s) as a multiple of the overhead of %s, over the same control. 1.0× is the floor.",
 			scenarioreport.MarkdownCell(t.ladder), scenarioreport.MarkdownCell(t.what), scenarioreport.MarkdownCell(t.floor))
+		if t.floor == f.Direct {
+			b.WriteString(" A ratio r means the Service hop (the node's proxy) is 1 − 1/r of the floor's overhead.")
+		}
+		b.WriteString("\n\n")
 		fmt.Fprintf(b, "| Rate (req/s) | %[1]s +p50 | floor +p50 | p50 ratio | %[1]s +p99 | floor +p99 | p99 ratio |\n|--:|--:|--:|--:|--:|--:|--:|\n",
 			scenarioreport.MarkdownCell(t.columns))
 		for _, fr := range ratios {

@@ -24,7 +24,8 @@ func inTurns(rng *rand.Rand, name, control string, rate float64, base []float64,
 }
 
 // floorsResult is an A/B side whose operator adds operator ms over the control at 50 req/s
-// and 1.2 × operator at 100, against a floor of 2 ms and a patching floor of 2.5 ms.
+// and 1.2 × operator at 100, against a floor of 2 ms, a patching floor of 2.5 ms and the floor
+// at its pod's address, 1.5 ms.
 func floorsResult(seed uint64, operator float64) result.Result {
 	rng := rand.New(rand.NewPCG(seed, seed)) //nolint:gosec // G404: a fixed seed for reproducible synthetic data
 	r := result.Result{Run: "ab-a", Machine: result.Machine{CPUModel: "AMD EPYC", Cores: 2}}
@@ -42,12 +43,13 @@ func floorsResult(seed uint64, operator float64) result.Result {
 			inTurns(rng, "apiserver/dgd-control", "", rate, base, 0),
 			inTurns(rng, "apiserver/floor", "apiserver/dgd-control", rate, base, 2),
 			inTurns(rng, "apiserver/floor-patching", "apiserver/dgd-control", rate, base, 2.5),
+			inTurns(rng, "apiserver/floor-direct", "apiserver/dgd-control", rate, base, 1.5),
 		)
 	}
 	return r
 }
 
-var testFloors = Floors{Ladder: "apiserver/dgd", Floor: "apiserver/floor", Patching: "apiserver/floor-patching", Goal: 1.3}
+var testFloors = Floors{Ladder: "apiserver/dgd", Floor: "apiserver/floor", Patching: "apiserver/floor-patching", Direct: "apiserver/floor-direct", Goal: 1.3}
 
 func TestTheFloorGoalJudgesEachRatioOnItsInterval(t *testing.T) {
 	var b bytes.Buffer
@@ -62,9 +64,12 @@ func TestTheFloorGoalJudgesEachRatioOnItsInterval(t *testing.T) {
 	assert.Regexp(t, `\| 50 \| ❔ 1\.2\d× \[1\.\d\d, 1\.\d\d\] \| ❔ 1\.2\d× \[1\.\d\d, 1\.\d\d\] \| ✅ 1\.0\d× \[\d\.\d\d, 1\.\d\d\] \| ✅ 1\.0\d× \[`, md)
 	assert.Regexp(t, `\| 100 \| ❌ 1\.4\d× \[1\.\d\d, 1\.\d\d\] \|`, md)
 	for _, h := range []string{"## Operator overhead against the floor", "## Operator overhead against the patching floor",
-		"## The API server's cost of a patch: the patching floor against the floor"} {
+		"## The API server's cost of a patch: the patching floor against the floor",
+		"## The Service hop: the floor through its Service against the floor at its pod's address"} {
 		assert.Contains(t, md, h)
 	}
+	assert.Contains(t, md, "A ratio r means the Service hop (the node's proxy) is 1 − 1/r of the floor's overhead.")
+	assert.Regexp(t, `\| 50 \| \+[12]\.\d\d \| \+1\.\d\d \| 1\.[2-4]\d× \[`, md, "the floor via its Service, 2 ms, against 1.5 at its address")
 	assert.Regexp(t, `\| 50 \| \+2\.[45]\d \| \+[12]\.\d\d \| 1\.2\d× \[`, md, "the overheads are the windows' medians over the control beside them")
 }
 

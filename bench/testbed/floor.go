@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -46,6 +49,14 @@ const FloorPatchingNamespace = "bench-floor-patching"
 // FloorPatchingLabel labels FloorPatchingNamespace; the patching floor's webhooks select exactly
 // namespaces with it.
 const FloorPatchingLabel = "bench.gauntlet.dev/floor-patching"
+
+// FloorDirectNamespace is where dry-run creates pass only the floor's webhooks called at the
+// floor pod's address (a url: client configuration), bypassing the Service and the node's proxy.
+const FloorDirectNamespace = "bench-floor-direct"
+
+// FloorDirectLabel labels FloorDirectNamespace; the direct route's webhooks select exactly
+// namespaces with it.
+const FloorDirectLabel = "bench.gauntlet.dev/floor-direct"
 
 // FloorStampValue is the value the patching floor's patch gives FloorObjects.Stamp.
 const FloorStampValue = "gauntlet-floor"
@@ -92,7 +103,9 @@ func BuildFloor(ctx context.Context) (string, error) {
 // pair of webhooks calls the same pod, whose mutating one answers with the
 // patch the operator's returns (the origin-version annotation, valued
 // FloorStampValue): the API server's cost of applying it is then on the
-// floor's side too. Both namespaces also carry ControlLabel, which the bench
+// floor's side too. In FloorDirectNamespace a third pair calls the pod at its
+// address (url:), bypassing the Service: the Service hop's cost is the
+// difference. Every namespace also carries ControlLabel, which the bench
 // release's webhooks skip. Objects that exist are kept, except the webhook
 // configurations, which are replaced so that their CA bundle is the one of
 // the floor's Secret.
@@ -119,12 +132,15 @@ type FloorObjects struct {
 	Stamp string
 	// What names the benchmarked webhooks in errors, e.g. "the operator's".
 	What string
+	// Bypass adds the route of FloorDirectNamespace: the floor's webhooks called at its pod's
+	// address.
+	Bypass bool
 }
 
 // DynamoFloor is the floor of the reference operator's DynamoGraphDeployment webhooks.
 func DynamoFloor() FloorObjects {
 	return FloorObjects{Resource: dynamo.GraphDeployments, Admitted: dynamo.GraphDeployment, Denied: dynamo.InvalidGraphDeployment,
-		Stamp: dynamo.OriginVersionAnnotation, What: "the operator's"}
+		Stamp: dynamo.OriginVersionAnnotation, What: "the operator's", Bypass: true}
 }
 
 // InstallFloorFor is InstallFloor with webhooks matching objs.Resource, checked with objs's objects.
@@ -150,18 +166,30 @@ func InstallFloorFor(ctx context.Context, kube kubernetes.Interface, dyn dynamic
 	if _, err := kube.CoreV1().Services(floorName).Create(ctx, floorService(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating Service %s/%s: %w", floorName, floorName, err)
 	}
+	if err := release.WaitDeploymentAvailable(ctx, kube, floorName, floorName, 2*time.Minute); err != nil {
+		return fmt.Errorf("starting the floor webhook: %w", err)
+	}
+	podIP := ""
+	if objs.Bypass {
+		pods, err := kube.CoreV1().Pods(floorName).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(floorLabels).String()})
+		if err != nil {
+			return fmt.Errorf("listing the floor's pods: %w", err)
+		}
+		pod, err := readyPod(pods.Items, "floor webhook")
+		if err != nil {
+			return err
+		}
+		podIP = pod.Status.PodIP
+	}
 	admission := kube.AdmissionregistrationV1()
 	for _, route := range routes {
-		validating, mutating := floorWebhooks(caPEM, objs.Resource, route)
+		validating, mutating := floorWebhooks(caPEM, objs.Resource, route, podIP)
 		if err := createOrReplace(ctx, "ValidatingWebhookConfiguration", validating, admission.ValidatingWebhookConfigurations()); err != nil {
 			return err
 		}
 		if err := createOrReplace(ctx, "MutatingWebhookConfiguration", mutating, admission.MutatingWebhookConfigurations()); err != nil {
 			return err
 		}
-	}
-	if err := release.WaitDeploymentAvailable(ctx, kube, floorName, floorName, 2*time.Minute); err != nil {
-		return fmt.Errorf("starting the floor webhook: %w", err)
 	}
 	warned := &warningRecorder{}
 	cfg := rest.CopyConfig(restConfig)
@@ -188,6 +216,8 @@ type floorRoute struct {
 	// mutatePath is the path the mutating webhook calls; patching, whether its answer is the floor's patch.
 	mutatePath string
 	patching   bool
+	// direct says the webhooks call the floor's pod at its address (url:), not its Service.
+	direct bool
 	// what names the route in progress lines.
 	what string
 }
@@ -198,15 +228,21 @@ var (
 		mutatePath: "/mutate", what: "floor webhook"}
 	patchingFloor = floorRoute{namespace: FloorPatchingNamespace, label: FloorPatchingLabel, configuration: floorWebhookConfig + "-patching",
 		prefix: "floor-patching", mutatePath: "/mutate-patching", patching: true, what: "patching floor webhook"}
+	directFloor = floorRoute{namespace: FloorDirectNamespace, label: FloorDirectLabel, configuration: floorWebhookConfig + "-direct",
+		prefix: "floor-direct", mutatePath: "/mutate", direct: true, what: "floor webhook at its pod's address"}
 )
 
 // floorRoutes are the floor's routes for objs: the patching floor only when the benchmarked
-// mutating webhook stamps something.
+// mutating webhook stamps something, the direct one when objs asks to bypass the Service.
 func floorRoutes(objs FloorObjects) []floorRoute {
-	if objs.Stamp == "" {
-		return []floorRoute{plainFloor}
+	routes := []floorRoute{plainFloor}
+	if objs.Stamp != "" {
+		routes = append(routes, patchingFloor)
 	}
-	return []floorRoute{plainFloor, patchingFloor}
+	if objs.Bypass {
+		routes = append(routes, directFloor)
+	}
+	return routes
 }
 
 // floorPatch is the JSON patch of the patching floor: what the benchmarked mutating webhook
@@ -245,8 +281,12 @@ func floorNamespaces(routes []floorRoute) []*corev1.Namespace {
 // the serving certificate to carry.
 const floorHost = floorName + "." + floorName + ".svc"
 
-// ensureFloorSecret creates the floor's serving certificate and its Secret,
-// and returns the CA (PEM) the webhooks must trust. When the Secret exists it
+// floorCAKey is the Secret's key holding the floor CA's private key.
+const floorCAKey = "ca.key"
+
+// ensureFloorSecret creates the floor's serving certificate and its Secret
+// (with its CA's key, for the floor's --ip-san), and returns the CA (PEM) the
+// webhooks must trust. When the Secret exists it
 // is kept, and its CA is returned: the floor's pod may already serve it.
 func ensureFloorSecret(ctx context.Context, kube kubernetes.Interface) ([]byte, error) {
 	ca, err := pki.NewCertificateAuthority("gauntlet bench floor webhook CA", 365*24*time.Hour)
@@ -258,7 +298,13 @@ func ensureFloorSecret(ctx context.Context, kube kubernetes.Interface) ([]byte, 
 		return nil, err
 	}
 	ref := floorName + "/" + floorSecret
-	_, err = kube.CoreV1().Secrets(floorName).Create(ctx, pki.ServingSecret(floorName, floorSecret, sc, false), metav1.CreateOptions{})
+	secret := pki.ServingSecret(floorName, floorSecret, sc, false)
+	// The floor issues itself a certificate for its pod's address from the CA (its --ip-san): a
+	// CA of the bench's own, made for this floor alone.
+	if secret.Data[floorCAKey], err = ca.KeyPEM(); err != nil {
+		return nil, err
+	}
+	_, err = kube.CoreV1().Secrets(floorName).Create(ctx, secret, metav1.CreateOptions{})
 	switch {
 	case err == nil:
 		return sc.CAPEM, nil
@@ -269,8 +315,10 @@ func ensureFloorSecret(ctx context.Context, kube kubernetes.Interface) ([]byte, 
 	if err != nil {
 		return nil, fmt.Errorf("reading the CA of the existing Secret %s: %w", ref, err)
 	}
-	if len(existing.Data["ca.crt"]) == 0 {
-		return nil, fmt.Errorf("the existing Secret %s has no ca.crt: delete Namespace %s and install the floor again", ref, floorName)
+	for _, key := range []string{"ca.crt", floorCAKey} {
+		if len(existing.Data[key]) == 0 {
+			return nil, fmt.Errorf("the existing Secret %s has no %s: delete Namespace %s and install the floor again", ref, key, floorName)
+		}
 	}
 	return existing.Data["ca.crt"], nil
 }
@@ -286,6 +334,8 @@ func floorDeployment(patch string) *appsv1.Deployment {
 		fmt.Sprintf("--port=%d", floorWebhookPort),
 		"--cert-dir=" + floorCertDir,
 		fmt.Sprintf("--probe-port=%d", floorProbePort),
+		// A certificate for its address too: the direct route calls it there.
+		"--ip-san=$(POD_IP)",
 	}
 	if patch != "" {
 		args = append(args, "--patch="+patch)
@@ -303,6 +353,9 @@ func floorDeployment(patch string) *appsv1.Deployment {
 						Name:  "webhook",
 						Image: FloorImage,
 						Args:  args,
+						Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
+							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"},
+						}}},
 						Ports: []corev1.ContainerPort{
 							{Name: "webhook-server", ContainerPort: floorWebhookPort, Protocol: corev1.ProtocolTCP},
 							{Name: "healthz", ContainerPort: floorProbePort, Protocol: corev1.ProtocolTCP},
@@ -339,8 +392,9 @@ func floorService() *corev1.Service {
 // webhook each, matching resource as the chart's DynamoGraphDeployment
 // webhooks match theirs (see charts/dynamo-operator/files/webhook/manifests.yaml,
 // checked by TestFloorWebhooksMatchWhatTheChartsDynamoGraphDeploymentWebhooksMatch),
-// in the namespaces labelled route.label, trusting caPEM.
-func floorWebhooks(caPEM []byte, resource schema.GroupVersionResource, route floorRoute) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
+// in the namespaces labelled route.label, trusting caPEM. A direct route's
+// webhooks call the floor pod at podIP.
+func floorWebhooks(caPEM []byte, resource schema.GroupVersionResource, route floorRoute, podIP string) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
 	rules := []admissionregistrationv1.RuleWithOperations{{
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		Rule: admissionregistrationv1.Rule{
@@ -350,6 +404,10 @@ func floorWebhooks(caPEM []byte, resource schema.GroupVersionResource, route flo
 		},
 	}}
 	client := func(path string) admissionregistrationv1.WebhookClientConfig {
+		if route.direct {
+			url := "https://" + net.JoinHostPort(podIP, strconv.Itoa(floorWebhookPort)) + path
+			return admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM}
+		}
 		port := int32(443)
 		return admissionregistrationv1.WebhookClientConfig{
 			Service:  &admissionregistrationv1.ServiceReference{Namespace: floorName, Name: floorName, Path: &path, Port: &port},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/chart"
 	"github.com/gauntlet-dev/gauntlet/scenarios/framework/dynamo"
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 )
 
 // chartWebhook is the webhook named name of the bench release's rendered chart.
@@ -50,7 +51,7 @@ func chartWebhook(t *testing.T, name string) admissionregistrationv1.ValidatingW
 }
 
 func TestFloorWebhooksMatchWhatTheChartsDynamoGraphDeploymentWebhooksMatch(t *testing.T) {
-	validating, mutating := floorWebhooks([]byte("ca"), dynamo.GraphDeployments, plainFloor)
+	validating, mutating := floorWebhooks([]byte("ca"), dynamo.GraphDeployments, plainFloor, "")
 	require.Len(t, validating.Webhooks, 1)
 	require.Len(t, mutating.Webhooks, 1)
 	v, m := validating.Webhooks[0], mutating.Webhooks[0]
@@ -88,7 +89,7 @@ func TestOnlyTheFloorSelectsTheFloorNamespace(t *testing.T) {
 		return s.Matches(nsLabels[ns])
 	}
 
-	validating, mutating := floorWebhooks(nil, dynamo.GraphDeployments, plainFloor)
+	validating, mutating := floorWebhooks(nil, dynamo.GraphDeployments, plainFloor, "")
 	for _, sel := range []*metav1.LabelSelector{validating.Webhooks[0].NamespaceSelector, mutating.Webhooks[0].NamespaceSelector} {
 		assert.True(t, selects(sel, FloorNamespace))
 		assert.False(t, selects(sel, WebhookNamespace))
@@ -126,7 +127,7 @@ func TestFloorWebhooksReachThePodThroughTheService(t *testing.T) {
 	require.Len(t, pod.Spec.Volumes, 1)
 	assert.Equal(t, floorSecret, pod.Spec.Volumes[0].Secret.SecretName)
 
-	validating, mutating := floorWebhooks([]byte("ca"), dynamo.GraphDeployments, plainFloor)
+	validating, mutating := floorWebhooks([]byte("ca"), dynamo.GraphDeployments, plainFloor, "")
 	for _, cc := range []admissionregistrationv1.WebhookClientConfig{validating.Webhooks[0].ClientConfig, mutating.Webhooks[0].ClientConfig} {
 		require.NotNil(t, cc.Service)
 		assert.Equal(t, svc.Namespace, cc.Service.Namespace)
@@ -169,9 +170,9 @@ func TestAnExistingFloorSecretKeepsItsCA(t *testing.T) {
 func TestCreateOrReplaceReplacesAnExistingWebhookConfiguration(t *testing.T) {
 	kube := fake.NewClientset()
 	c := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	old, _ := floorWebhooks([]byte("old CA"), dynamo.GraphDeployments, plainFloor)
+	old, _ := floorWebhooks([]byte("old CA"), dynamo.GraphDeployments, plainFloor, "")
 	require.NoError(t, createOrReplace(t.Context(), "ValidatingWebhookConfiguration", old, c))
-	current, _ := floorWebhooks([]byte("new CA"), dynamo.GraphDeployments, plainFloor)
+	current, _ := floorWebhooks([]byte("new CA"), dynamo.GraphDeployments, plainFloor, "")
 	require.NoError(t, createOrReplace(t.Context(), "ValidatingWebhookConfiguration", current, c))
 	got, err := c.Get(t.Context(), floorWebhookConfig, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -184,12 +185,12 @@ func TestCreateOrReplaceReplacesAnExistingWebhookConfiguration(t *testing.T) {
 // object without annotations (the bench's DynamoGraphDeployment).
 func TestThePatchingFloorReturnsTheOperatorsPatchInANamespaceOfItsOwn(t *testing.T) {
 	routes := floorRoutes(DynamoFloor())
-	require.Equal(t, []floorRoute{plainFloor, patchingFloor}, routes)
+	require.Equal(t, []floorRoute{plainFloor, patchingFloor, directFloor}, routes)
 	nsLabels := map[string]labels.Set{}
 	for _, ns := range floorNamespaces(routes) {
 		nsLabels[ns.Name] = ns.Labels
 	}
-	validating, mutating := floorWebhooks([]byte("ca"), dynamo.GraphDeployments, patchingFloor)
+	validating, mutating := floorWebhooks([]byte("ca"), dynamo.GraphDeployments, patchingFloor, "")
 	for _, sel := range []*metav1.LabelSelector{validating.Webhooks[0].NamespaceSelector, mutating.Webhooks[0].NamespaceSelector} {
 		s, err := metav1.LabelSelectorAsSelector(sel)
 		require.NoError(t, err)
@@ -200,7 +201,7 @@ func TestThePatchingFloorReturnsTheOperatorsPatchInANamespaceOfItsOwn(t *testing
 	assert.Equal(t, "/mutate-patching", *mutating.Webhooks[0].ClientConfig.Service.Path)
 	assert.Equal(t, "/validate", *validating.Webhooks[0].ClientConfig.Service.Path)
 	assert.Equal(t, "mutate.floor-patching.bench.gauntlet.dev", mutating.Webhooks[0].Name)
-	plainV, _ := floorWebhooks([]byte("ca"), dynamo.GraphDeployments, plainFloor)
+	plainV, _ := floorWebhooks([]byte("ca"), dynamo.GraphDeployments, plainFloor, "")
 	assert.NotEqual(t, plainV.Name, validating.Name, "a configuration of its own")
 
 	patch, err := floorPatch(DynamoFloor())
@@ -219,7 +220,7 @@ func TestThePatchingFloorReturnsTheOperatorsPatchInANamespaceOfItsOwn(t *testing
 	assert.JSONEq(t, `[{"op":"add","path":"/metadata/annotations/nvidia.com~1dynamo-operator-origin-version","value":"gauntlet-floor"}]`, patch)
 
 	noStamp := DynamoFloor()
-	noStamp.Stamp = ""
+	noStamp.Stamp, noStamp.Bypass = "", false
 	assert.Equal(t, []floorRoute{plainFloor}, floorRoutes(noStamp), "nothing to patch: no patching floor")
 }
 
@@ -231,4 +232,34 @@ func TestWrongStampSaysWhoseWebhookRan(t *testing.T) {
 	assert.Contains(t, wrongStamp(nil, objs, patchingFloor), "the patching floor's mutating webhook did not patch it")
 	assert.Contains(t, wrongStamp(map[string]string{key: "v0.3.0"}, objs, patchingFloor), `="v0.3.0": the operator's mutating webhook selects the namespace too`)
 	assert.Contains(t, wrongStamp(map[string]string{key: FloorStampValue}, objs, plainFloor), "the patching floor's mutating webhook selects namespace bench-floor too")
+}
+
+// TestTheDirectRouteCallsThePodAtItsAddress: the direct route's webhooks call the floor pod at
+// its address (url:, the same paths, the same CA), bypassing the Service, in a namespace of their
+// own; the floor serves a certificate for that address, issued from the CA its Secret holds.
+func TestTheDirectRouteCallsThePodAtItsAddress(t *testing.T) {
+	validating, mutating := floorWebhooks([]byte("ca"), dynamo.GraphDeployments, directFloor, "10.244.44.7")
+	for path, cc := range map[string]admissionregistrationv1.WebhookClientConfig{
+		"/validate": validating.Webhooks[0].ClientConfig, "/mutate": mutating.Webhooks[0].ClientConfig,
+	} {
+		assert.Nil(t, cc.Service, path)
+		require.NotNil(t, cc.URL, path)
+		assert.Equal(t, "https://10.244.44.7:9443"+path, *cc.URL)
+		assert.Equal(t, []byte("ca"), cc.CABundle)
+	}
+	assert.Equal(t, map[string]string{FloorDirectLabel: "true"}, validating.Webhooks[0].NamespaceSelector.MatchLabels)
+	assert.Equal(t, "gauntlet-bench-floor-direct", validating.Name)
+
+	c := floorDeployment("").Spec.Template.Spec.Containers[0]
+	assert.Contains(t, c.Args, "--ip-san=$(POD_IP)")
+	require.Len(t, c.Env, 1)
+	assert.Equal(t, "status.podIP", c.Env[0].ValueFrom.FieldRef.FieldPath)
+
+	kube := fake.NewClientset()
+	_, err := ensureFloorSecret(t.Context(), kube)
+	require.NoError(t, err)
+	s, err := kube.CoreV1().Secrets(floorName).Get(t.Context(), floorSecret, metav1.GetOptions{})
+	require.NoError(t, err)
+	_, err = pki.LoadCertificateAuthority(s.Data["ca.crt"], s.Data[floorCAKey])
+	require.NoError(t, err, "the floor can issue from the CA its Secret holds")
 }

@@ -217,7 +217,7 @@ func startLocal(ctx context.Context, opts LocalOptions, sides []localSide) (_ []
 		return nil, err
 	}
 	for _, t := range out {
-		t.FloorNamespace, t.FloorPatchingNamespace = FloorNamespace, FloorPatchingNamespace
+		t.FloorNamespace, t.FloorPatchingNamespace, t.FloorDirectNamespace = FloorNamespace, FloorPatchingNamespace, FloorDirectNamespace
 		if err := t.finish(ctx, logf); err != nil {
 			return nil, err
 		}
@@ -282,7 +282,7 @@ func installSide(ctx context.Context, t *Testbed, kubeconfig string, kube kubern
 	if err != nil {
 		return err
 	}
-	pod, err := readyPod(pods)
+	pod, err := readyPod(pods, "operator")
 	if err != nil {
 		return fmt.Errorf("%s: %w", &t.Release, err)
 	}
@@ -296,9 +296,9 @@ func installSide(ctx context.Context, t *Testbed, kubeconfig string, kube kubern
 	return nil
 }
 
-// readyPod picks a Ready operator pod with an address; the bench attacks one
-// replica directly.
-func readyPod(pods []corev1.Pod) (*corev1.Pod, error) {
+// readyPod picks a Ready pod with an address among pods of what ("operator");
+// the bench attacks one replica directly.
+func readyPod(pods []corev1.Pod, what string) (*corev1.Pod, error) {
 	var seen []string
 	for i := range pods {
 		p := &pods[i]
@@ -309,7 +309,7 @@ func readyPod(pods []corev1.Pod) (*corev1.Pod, error) {
 		}
 		seen = append(seen, release.PodState(p))
 	}
-	return nil, fmt.Errorf("no Ready operator pod with an IP: %s", strings.Join(seen, "; "))
+	return nil, fmt.Errorf("no Ready %s pod with an IP: %s", what, strings.Join(seen, "; "))
 }
 
 // containerPorts reads the operator container's webhook-server and metrics

@@ -25,7 +25,7 @@ func TestSkippingControlKeepsTheTargetsOwnSelectorAndSkipsTheControlNamespaces(t
 
 func TestTheFloorOfATargetMatchesItsProbesResource(t *testing.T) {
 	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	validating, mutating := floorWebhooks([]byte("ca"), configMaps, plainFloor)
+	validating, mutating := floorWebhooks([]byte("ca"), configMaps, plainFloor, "")
 	for _, rules := range [][]string{
 		validating.Webhooks[0].Rules[0].APIGroups, validating.Webhooks[0].Rules[0].APIVersions, validating.Webhooks[0].Rules[0].Resources,
 	} {

@@ -94,6 +94,10 @@ type Testbed struct {
 	// webhooks (InstallFloor); empty when the testbed has none (envtest, a
 	// target's).
 	FloorPatchingNamespace string
+	// FloorDirectNamespace is where they pass only the floor's webhooks
+	// called at its pod's address (url:), bypassing the Service
+	// (InstallFloor); empty when the testbed has none.
+	FloorDirectNamespace string
 
 	// Object is, on a target's testbed (StartTargetAB), what its dry-run creates create: the
 	// target's probe object. nil on the reference operator's, which creates DynamoGraphDeployments.

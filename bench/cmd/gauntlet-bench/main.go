@@ -452,10 +452,10 @@ func abCommand(ctx context.Context, args []string) error {
 	nameA := fmt.Sprintf("BASE_REF=%s (%s)", base.Ref, shortRev(base.Revision))
 	nameB := "the working tree (" + shortRev(revB) + ")"
 	fmt.Fprintf(os.Stderr, "gauntlet-bench: A/B run %s — side A: %s, side B: %s; %d direct and %d API-server rates, "+
-		"the sides, the control and the floors in turns (A B control floor floor-patching, then back) in %d segments of %s per ladder "+
+		"the sides, the control and the floors in turns (A B control floor floor-patching floor-direct, then back) in %d segments of %s per ladder "+
 		"(warm-up %s before a ladder's first, %s before the others); attacks take ≈ %s\n",
 		*run, nameA, nameB, len(cfg.DirectRates), len(cfg.APIServerRates), cfg.Segments, cfg.Duration/time.Duration(cfg.Segments),
-		cfg.Warmup, cfg.SegmentWarmup, cfg.EstimateAB(false, 2).Round(time.Second))
+		cfg.Warmup, cfg.SegmentWarmup, cfg.EstimateAB(false, 3).Round(time.Second))
 	if strings.HasSuffix(revB, "-dirty") {
 		fmt.Fprintf(os.Stderr, "• the working tree has uncommitted changes: they are measured on side B\n")
 	}

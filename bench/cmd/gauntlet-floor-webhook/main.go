@@ -6,11 +6,15 @@
 // trip, and nothing else; the bench states the operator's admission overhead
 // as a multiple of that.
 //
-//	gauntlet-floor-webhook [--port 9443] [--cert-dir /tls] [--probe-port 8081] [--patch JSON]
+//	gauntlet-floor-webhook [--port 9443] [--cert-dir /tls] [--probe-port 8081] [--patch JSON] [--ip-san IP]
 //
 // It serves HTTPS on --port with tls.crt and tls.key from --cert-dir, read
 // once at start (the bench's floor lives no longer than its certificate), and
-// plain HTTP GET /healthz on --probe-port for the readiness probe. Every POST,
+// plain HTTP GET /healthz on --probe-port for the readiness probe. With
+// --ip-san (the pod's address, from the downward API) it serves instead a
+// certificate it issues at start from the CA in --cert-dir (ca.crt, ca.key)
+// for tls.crt's DNS names and that address, so that a url: webhook can call
+// the pod at its address, bypassing the Service, and still trust it. Every POST,
 // whatever its path, is an admission review; one POSTed to /mutate-patching is
 // answered with the JSON patch --patch gives, when it gives one: the patching
 // floor, which returns what the benchmarked mutating webhook returns (for the
@@ -39,6 +43,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/scenarios/framework/pki"
 )
 
 // floorProbePrefix starts the names of the objects an installer probes the
@@ -86,6 +92,7 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	certDir := fs.String("cert-dir", "/tls", "directory holding the serving certificate (tls.crt) and key (tls.key)")
 	probePort := fs.Int("probe-port", 8081, "plain HTTP port serving GET /healthz")
 	patch := fs.String("patch", "", "JSON patch (an array of operations) answering every review POSTed to "+patchingPath+"; empty: none")
+	ipSAN := fs.String("ip-san", "", "serve a certificate issued at start from ca.crt and ca.key in --cert-dir for tls.crt's DNS names and this IP address; empty: tls.crt as it is")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -95,10 +102,9 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	if err := validPatch(*patch); err != nil {
 		return err
 	}
-	certFile, keyFile := filepath.Join(*certDir, "tls.crt"), filepath.Join(*certDir, "tls.key")
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	cert, err := servingCertificate(*certDir, *ipSAN)
 	if err != nil {
-		return fmt.Errorf("loading the serving certificate %s and key %s (set --cert-dir): %w", certFile, keyFile, err)
+		return err
 	}
 	webhookLn, err := net.Listen("tcp", ":"+strconv.Itoa(*port))
 	if err != nil {
@@ -111,6 +117,46 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	}
 	_, _ = fmt.Fprintf(log, "serving on :%d (health probes on :%d)\n", *port, *probePort)
 	return serve(ctx, webhookLn, probeLn, &cert, []byte(*patch))
+}
+
+// servingCertificate is tls.crt and tls.key of certDir, or with ipSAN a
+// certificate for tls.crt's DNS names and ipSAN issued by the CA of certDir
+// (ca.crt, ca.key).
+func servingCertificate(certDir, ipSAN string) (tls.Certificate, error) {
+	certFile, keyFile := filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key")
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("loading the serving certificate %s and key %s (set --cert-dir): %w", certFile, keyFile, err)
+	}
+	if ipSAN == "" {
+		return cert, nil
+	}
+	ip := net.ParseIP(ipSAN)
+	if ip == nil {
+		return tls.Certificate{}, fmt.Errorf("--ip-san %q is not an IP address", ipSAN)
+	}
+	caFile, caKeyFile := filepath.Join(certDir, "ca.crt"), filepath.Join(certDir, "ca.key")
+	caPEM, err := os.ReadFile(caFile) //nolint:gosec // G304: the CA of the certificate directory the operator of the floor chose
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--ip-san needs the CA that signs tls.crt: %w", err)
+	}
+	caKeyPEM, err := os.ReadFile(caKeyFile) //nolint:gosec // G304: as above
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--ip-san needs the CA's key to issue a certificate for %s: %w", ipSAN, err)
+	}
+	ca, err := pki.LoadCertificateAuthority(caPEM, caKeyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--ip-san: the CA of %s: %w", certDir, err)
+	}
+	sc, err := ca.Issue(pki.LeafOptions{DNSNames: cert.Leaf.DNSNames, IPAddresses: []net.IP{ip}})
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	issued, err := tls.X509KeyPair(sc.CertPEM, sc.KeyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("the certificate issued for %s: %w", ipSAN, err)
+	}
+	return issued, nil
 }
 
 // validPatch checks that patch is empty or a JSON array of operations, each

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -186,4 +188,47 @@ func TestServeSpeaksHTTP1OverTLSAndStopsWhenCancelled(t *testing.T) {
 	case <-time.After(shutdownTimeout + 5*time.Second):
 		t.Fatal("serve did not return after its context was cancelled")
 	}
+}
+
+// certDir writes a serving certificate for the floor's Service host, its CA and, with caKey, the
+// CA's key into a new directory, as the floor's Secret is mounted.
+func certDir(t *testing.T, caKey bool) (string, *pki.CertificateAuthority) {
+	t.Helper()
+	ca, err := pki.NewCertificateAuthority("floor test CA", time.Hour)
+	require.NoError(t, err)
+	sc, err := ca.Issue(pki.LeafOptions{DNSNames: []string{"gauntlet-floor.gauntlet-floor.svc"}})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	files := map[string][]byte{"tls.crt": sc.CertPEM, "tls.key": sc.KeyPEM, "ca.crt": sc.CAPEM}
+	if caKey {
+		files["ca.key"], err = ca.KeyPEM()
+		require.NoError(t, err)
+	}
+	for name, data := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
+	}
+	return dir, ca
+}
+
+func TestServingCertificateForThePodsAddress(t *testing.T) {
+	dir, ca := certDir(t, true)
+	cert, err := servingCertificate(dir, "10.244.44.9")
+	require.NoError(t, err)
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	for _, host := range []string{"10.244.44.9", "gauntlet-floor.gauntlet-floor.svc"} {
+		_, err := cert.Leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: host})
+		require.NoError(t, err, "the API server calls %s and trusts the floor's CA", host)
+	}
+
+	plain, err := servingCertificate(dir, "")
+	require.NoError(t, err)
+	_, err = plain.Leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "10.244.44.9"})
+	require.Error(t, err, "without --ip-san the mounted certificate, for the Service host alone")
+
+	_, err = servingCertificate(dir, "pod-ip")
+	require.ErrorContains(t, err, `--ip-san "pod-ip" is not an IP address`)
+	noKey, _ := certDir(t, false)
+	_, err = servingCertificate(noKey, "10.244.44.9")
+	require.ErrorContains(t, err, "--ip-san needs the CA's key to issue a certificate for 10.244.44.9")
 }

@@ -56,6 +56,36 @@ func NewCertificateAuthority(commonName string, validity time.Duration) (*Certif
 // CABundle is the CA as a caBundle value (webhook.caBundle) wants it: base64 of the PEM.
 func (ca *CertificateAuthority) CABundle() string { return base64.StdEncoding.EncodeToString(ca.PEM) }
 
+// KeyPEM is the CA's private key, PKCS #8 PEM: what a program needs that issues its own serving
+// certificates from this CA (LoadCertificateAuthority).
+func (ca *CertificateAuthority) KeyPEM() ([]byte, error) {
+	key, err := cmpki.EncodePKCS8PrivateKey(ca.key)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the key of CA %q: %w", ca.Cert.Subject.CommonName, err)
+	}
+	return key, nil
+}
+
+// LoadCertificateAuthority is the CA whose certificate is certPEM and whose key is keyPEM (as
+// KeyPEM writes it), ready to Issue.
+func LoadCertificateAuthority(certPEM, keyPEM []byte) (*CertificateAuthority, error) {
+	cert, err := cmpki.DecodeX509CertificateBytes(certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("reading the CA certificate: %w", err)
+	}
+	if !cert.IsCA {
+		return nil, fmt.Errorf("the certificate %s is not a CA's (basic constraints CA:FALSE)", Describe(cert))
+	}
+	key, err := cmpki.DecodePrivateKeyBytes(keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("reading the key of CA %s: %w", Describe(cert), err)
+	}
+	if ok, err := cmpki.PublicKeyMatchesCertificate(key.Public(), cert); err != nil || !ok {
+		return nil, fmt.Errorf("the key is not the key of CA %s", Describe(cert))
+	}
+	return &CertificateAuthority{Cert: cert, PEM: certPEM, key: key}, nil
+}
+
 // LeafOptions describe a serving certificate. The zero values of NotBefore and NotAfter mean
 // "an hour ago" and "in a year"; scenarios set them to make expired or not-yet-valid
 // certificates, and DNSNames to make certificates for the wrong host.

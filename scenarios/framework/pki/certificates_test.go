@@ -2,6 +2,7 @@ package pki_test
 
 import (
 	"crypto/x509"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -75,4 +76,30 @@ func TestVerifyServedAsTheAPIServerDoes(t *testing.T) {
 	require.ErrorContains(t, pki.VerifyServed(sc.CAPEM, chain, "other.ns.svc"), "x509: certificate is valid for svc.ns.svc, not other.ns.svc")
 	require.EqualError(t, pki.VerifyServed(nil, chain, "svc.ns.svc"), "the caBundle is empty")
 	assert.ErrorContains(t, pki.VerifyServed([]byte("not pem"), chain, "svc.ns.svc"), "the caBundle does not parse")
+}
+
+func TestLoadCertificateAuthorityIssuesWhatItsCAPEMVerifies(t *testing.T) {
+	ca, err := pki.NewCertificateAuthority("floor CA", time.Hour)
+	require.NoError(t, err)
+	key, err := ca.KeyPEM()
+	require.NoError(t, err)
+	loaded, err := pki.LoadCertificateAuthority(ca.PEM, key)
+	require.NoError(t, err)
+	sc, err := loaded.Issue(pki.LeafOptions{IPAddresses: []net.IP{net.ParseIP("10.244.0.7")}})
+	require.NoError(t, err)
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(ca.PEM))
+	_, err = sc.Leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "10.244.0.7"})
+	require.NoError(t, err, "a leaf of the loaded CA verifies against the original CA's PEM, for its IP address")
+
+	other, err := pki.NewCertificateAuthority("other CA", time.Hour)
+	require.NoError(t, err)
+	otherKey, err := other.KeyPEM()
+	require.NoError(t, err)
+	_, err = pki.LoadCertificateAuthority(ca.PEM, otherKey)
+	require.ErrorContains(t, err, "the key is not the key of CA")
+	_, err = pki.LoadCertificateAuthority(sc.CertPEM, key)
+	require.ErrorContains(t, err, "is not a CA's")
+	_, err = pki.LoadCertificateAuthority(ca.PEM, []byte("no key"))
+	require.ErrorContains(t, err, "reading the key of CA")
 }
