@@ -84,8 +84,8 @@ type Config struct {
 	// Windows is how many equal time slices each measured step is cut into;
 	// comparisons rank the slices' percentiles (result.Window).
 	Windows int
-	// Segments is how many segments each side of an A/B step is measured in,
-	// taking turns with the other side (load.ABPlan); even, at least 2.
+	// Segments is how many segments each ladder of an A/B step is measured
+	// in, taking turns with the other ladders (load.TurnPlan); even, at least 2.
 	Segments int
 	// SegmentWarmup is the uncounted warm-up before every segment of an A/B
 	// step but each side's first (which gets Warmup).

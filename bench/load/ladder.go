@@ -166,7 +166,7 @@ func stepLine(step result.Step, label string) string {
 // and returns what it measured, cut into windows too. A request succeeds when
 // it got an answer its check accepted, whatever the status code. Cancelling
 // ctx stops the attack early. Every result is also added to merged when it is
-// not nil: the metrics of a step measured in several parts (RunABStep).
+// not nil: the metrics of a step measured in several parts (RunTurns).
 func attack(ctx context.Context, w Workload, rate float64, d time.Duration, windows int, name string, merged *vegeta.Metrics) attackOutcome {
 	atk := vegeta.NewAttacker(vegeta.Client(w.Client), vegeta.MaxBody(1<<20))
 	stop := context.AfterFunc(ctx, func() { atk.Stop() })

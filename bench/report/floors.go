@@ -132,12 +132,16 @@ func formatTimesWithin(v float64, iv *result.Interval) string {
 func writeFloorRatios(b *bytes.Buffer, r result.Result, f Floors, prefix string) {
 	short, webhooks := whose(r)
 	for _, t := range []struct {
-		ladder, floor, what, title, columns string
+		ladder, floor, what, title string
+		// columns name the two ladders in the table's header.
+		columns [2]string
 	}{
-		{f.Ladder, f.Floor, webhooks, short + " overhead against the floor", short},
-		{f.Ladder, f.Patching, webhooks, short + " overhead against the patching floor", short},
-		{f.Patching, f.Floor, "the patching floor's webhooks", "the API server's cost of a patch: the patching floor against the floor", "patching floor"},
-		{f.Floor, f.Direct, "the floor's webhooks through the Service", "the Service hop: the floor through its Service against the floor at its pod's address", "floor via Service"},
+		{f.Ladder, f.Floor, webhooks, short + " overhead against the floor", [2]string{short, "floor"}},
+		{f.Ladder, f.Patching, webhooks, short + " overhead against the patching floor", [2]string{short, "patching floor"}},
+		{f.Patching, f.Floor, "the patching floor's webhooks", "the API server's cost of a patch: the patching floor against the floor",
+			[2]string{"patching floor", "floor"}},
+		{f.Floor, f.Direct, "the floor's webhooks through the Service", "the Service hop: the floor through its Service against the floor at its pod's address",
+			[2]string{"floor via Service", "floor at its address"}},
 	} {
 		if t.ladder == "" || t.floor == "" {
 			continue
@@ -154,8 +158,8 @@ func writeFloorRatios(b *bytes.Buffer, r result.Result, f Floors, prefix string)
 			b.WriteString(" A ratio r means the Service hop (the node's proxy) is 1 − 1/r of the floor's overhead.")
 		}
 		b.WriteString("\n\n")
-		fmt.Fprintf(b, "| Rate (req/s) | %[1]s +p50 | floor +p50 | p50 ratio | %[1]s +p99 | floor +p99 | p99 ratio |\n|--:|--:|--:|--:|--:|--:|--:|\n",
-			scenarioreport.MarkdownCell(t.columns))
+		fmt.Fprintf(b, "| Rate (req/s) | %[1]s +p50 | %[2]s +p50 | p50 ratio | %[1]s +p99 | %[2]s +p99 | p99 ratio |\n|--:|--:|--:|--:|--:|--:|--:|\n",
+			scenarioreport.MarkdownCell(t.columns[0]), scenarioreport.MarkdownCell(t.columns[1]))
 		for _, fr := range ratios {
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", formatNumber(fr.Rate),
 				formatSignedMs(fr.Overhead.P50Ms), formatSignedMs(fr.Floor.P50Ms), formatTimesWithin(fr.P50, fr.P50Interval),

@@ -69,6 +69,8 @@ func TestTheFloorGoalJudgesEachRatioOnItsInterval(t *testing.T) {
 		assert.Contains(t, md, h)
 	}
 	assert.Contains(t, md, "A ratio r means the Service hop (the node's proxy) is 1 − 1/r of the floor's overhead.")
+	assert.Contains(t, md, "| Rate (req/s) | floor via Service +p50 | floor at its address +p50 | p50 ratio |")
+	assert.Contains(t, md, "| Rate (req/s) | operator +p50 | patching floor +p50 | p50 ratio |")
 	assert.Regexp(t, `\| 50 \| \+[12]\.\d\d \| \+1\.\d\d \| 1\.[2-4]\d× \[`, md, "the floor via its Service, 2 ms, against 1.5 at its address")
 	assert.Regexp(t, `\| 50 \| \+2\.[45]\d \| \+[12]\.\d\d \| 1\.2\d× \[`, md, "the overheads are the windows' medians over the control beside them")
 }

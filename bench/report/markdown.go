@@ -259,11 +259,12 @@ func writeComparison(b *bytes.Buffer, c result.Comparison) {
 	})
 	if c.AB && separate {
 		b.WriteString("\nEach side ran in a local cluster of its own (its own API server and etcd), both up throughout; the load went to one at a time, " +
-			"every step in segments, the sides taking turns (A B B A A B B A, or B A A B B A A B), judged as in one cluster. " +
+			"every ladder in segments, taking turns with the others in rounds forward and back (for the two sides A B B A A B B A, or B A A B B A A B), judged as in one cluster. " +
 			"The control and floor ladders ran on each side in its own cluster: their B/A ratio (Reason) is the two clusters' own difference, " +
 			"which a verdict on the target's webhooks cannot see below. They are not judged.\n")
 	} else if c.AB {
-		b.WriteString("\nBoth sides served at the same time in one cluster and every step ran in segments, the sides taking turns (A B B A A B B A, or B A A B B A A B). Each p99 is the median " +
+		b.WriteString("\nBoth sides served at the same time in one cluster and every ladder ran in segments, taking turns with the others in rounds forward and back " +
+			"(for the two sides A B B A A B B A, or B A A B B A A B; the control and floors in the same rounds). Each p99 is the median " +
 			"of the step's per-window p99s; window i of A ran beside window i of B, and a sign test over those pairs decides whether a growth is significant; " +
 			"a growth counts only when it shows in at least three quarters of the step's segment pairs, so a stall of the machine that met a few of one side's segments is not a slower side. " +
 			"Steps measured once for both sides (controls, floor) are not judged; steps beyond the machine's capacity are reported, not judged.\n")

@@ -34,7 +34,7 @@ func DefaultABTolerances() Tolerances {
 }
 
 // CompareAB judges side B of an A/B run against side A: the two sides were
-// measured in one run, interleaved (load.RunABStep), so there is no machine
+// measured in one run, interleaved (load.RunTurns), so there is no machine
 // factor to divide by. Steps are matched by name and rate. A step's p99 and
 // p50 are the medians of its windows' percentiles; window i of A and window i
 // of B ran next to each other, and a one-sided sign test over those pairs

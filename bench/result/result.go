@@ -151,8 +151,8 @@ type Step struct {
 	// its own cluster without the side's webhooks. Its B/A ratio is the difference
 	// between the two clusters, which CompareAB reports and does not judge.
 	Reference bool `json:"reference,omitempty"`
-	// Segments, on a side of an A/B run, is how many segments its measured
-	// attack ran in, taking turns with the other side's (load.RunABStep);
+	// Segments, in an A/B run, is how many segments its measured attack ran
+	// in, taking turns with the other ladders of its rate (load.RunTurns);
 	// Windows splits evenly among them.
 	Segments int `json:"segments,omitempty"`
 }
