@@ -23,13 +23,15 @@ type FloorRatio struct {
 	P50 float64 `json:"p50"`
 	P99 float64 `json:"p99"`
 	// P50Interval and P99Interval are the ratios' 95 % bootstrap intervals
-	// over the windows, when the three ladders ran in turns; nil otherwise.
+	// (segments, then windows; see bootstrap), when the three ladders ran in
+	// turns; nil otherwise.
 	P50Interval *Interval `json:"p50Interval,omitempty"`
 	P99Interval *Interval `json:"p99Interval,omitempty"`
 }
 
 // Interval is a 95 % bootstrap interval of a ratio: the 2.5th and 97.5th
-// percentiles of the ratio over resamples of the windows.
+// percentiles of the ratio over resamples of the segments and their windows
+// (see bootstrap).
 type Interval struct {
 	Low  float64 `json:"low"`
 	High float64 `json:"high"`
@@ -117,20 +119,30 @@ func floorRatio(s, f, c Step) FloorRatio {
 	}
 	p50 := overheads{s.Windows, f.Windows, c.Windows, func(w Window) float64 { return w.P50Ms }}
 	p99 := overheads{s.Windows, f.Windows, c.Windows, func(w Window) float64 { return w.P99Ms }}
-	all := indices(len(s.Windows))
+	all := indices(0, len(s.Windows))
 	fr.Overhead.P50Ms, fr.Floor.P50Ms = p50.medians(all)
 	fr.Overhead.P99Ms, fr.Floor.P99Ms = p99.medians(all)
-	fr.P50, fr.P50Interval = bootstrap(len(all), p50.ratio)
-	fr.P99, fr.P99Interval = bootstrap(len(all), p99.ratio)
+	fr.P50, fr.P50Interval = bootstrap(segmentsOf(s), p50.ratio)
+	fr.P99, fr.P99Interval = bootstrap(segmentsOf(s), p99.ratio)
 	return fr
 }
 
+// segmentsOf is the indices of s's windows, segment by segment.
+func segmentsOf(s Step) [][]int {
+	per := len(s.Windows) / s.Segments
+	out := make([][]int, s.Segments)
+	for k := range out {
+		out[k] = indices(k*per, (k+1)*per)
+	}
+	return out
+}
+
 // InTurns reports whether steps ran in turns with each other (load.RunTurns):
-// each in segments, with as many windows, window i of each in the same
-// round.
+// each in segments of as many windows, window i of each in the same round.
 func InTurns(steps ...Step) bool {
 	for _, s := range steps {
-		if s.Segments == 0 || s.Segments != steps[0].Segments || len(s.Windows) == 0 || len(s.Windows) != len(steps[0].Windows) {
+		if s.Segments == 0 || s.Segments != steps[0].Segments || len(s.Windows) == 0 || len(s.Windows) != len(steps[0].Windows) ||
+			len(s.Windows)%s.Segments != 0 {
 			return false
 		}
 	}
@@ -179,7 +191,7 @@ type SidesRatio struct {
 
 // SidesRatios relates side b's ratio of ladder to floor to side a's at every
 // rate where both sides' ladder, floor and control ran in turns, resampling
-// the windows of both sides together (window i of every ladder ran in the
+// the segments of both sides together (window i of every ladder ran in the
 // same round).
 func SidesRatios(a, b Result, ladder, floor string) []SidesRatio {
 	var out []SidesRatio
@@ -206,7 +218,7 @@ func SidesRatios(a, b Result, ladder, floor string) []SidesRatio {
 		} {
 			oa := overheads{sa.Windows, fa.Windows, ca.Windows, p.percentile}
 			ob := overheads{sb.Windows, fb.Windows, cb.Windows, p.percentile}
-			*p.ratio, *p.interval = bootstrap(len(sa.Windows), func(idx []int) float64 {
+			*p.ratio, *p.interval = bootstrap(segmentsOf(sa), func(idx []int) float64 {
 				ra, rb := oa.ratio(idx), ob.ratio(idx)
 				if math.IsNaN(ra) || math.IsNaN(rb) || ra <= 0 {
 					return math.NaN()
@@ -219,26 +231,36 @@ func SidesRatios(a, b Result, ladder, floor string) []SidesRatio {
 	return out
 }
 
-// resamples is how many times bootstrap resamples the windows.
+// resamples is how many times bootstrap resamples the segments.
 const resamples = 2000
 
-// bootstrap returns estimate over all n windows (0 when it is NaN: no
-// ratio) and its 95 % percentile interval over resamples of the windows,
-// drawn with replacement from a fixed seed, so a result's report is the same
-// each time it is written. An estimate is NaN when its denominator is not
-// positive; such resamples count as the largest. nil when even the 2.5th
-// percentile is NaN.
-func bootstrap(n int, estimate func(idx []int) float64) (float64, *Interval) {
-	point := estimate(indices(n))
+// bootstrap returns estimate over every window of segments (the windows'
+// indices, segment by segment; 0 when the estimate is NaN: no ratio) and its
+// 95 % percentile interval over resamples in two stages, drawn with
+// replacement from a fixed seed, so a result's report is the same each time
+// it is written: as many segments as there are, then in each as many of its
+// windows as it has. The segments first: the windows of one segment ran back
+// to back on a machine in one state, and resampling them one by one takes
+// their likeness for precision — on A/A runs the two sides' ratios then
+// "disagreed" (TestSidesRatiosOfAnAARunWhoseSegmentsDifferAgree). The windows
+// second: with 4 segments, resampling segments alone has too few outcomes to
+// spread. An estimate is NaN when its denominator is not positive; such
+// resamples count as the largest. nil when even the 2.5th percentile is NaN.
+func bootstrap(segments [][]int, estimate func(idx []int) float64) (float64, *Interval) {
+	point := estimate(slices.Concat(segments...))
 	if math.IsNaN(point) {
 		point = 0
 	}
-	rng := rand.New(rand.NewPCG(1, uint64(n)))
+	rng := rand.New(rand.NewPCG(1, uint64(len(segments))))
 	values := make([]float64, resamples)
-	idx := make([]int, n)
+	var idx []int
 	for r := range values {
-		for i := range idx {
-			idx[i] = rng.IntN(n)
+		idx = idx[:0]
+		for range segments {
+			segment := segments[rng.IntN(len(segments))]
+			for range segment {
+				idx = append(idx, segment[rng.IntN(len(segment))])
+			}
 		}
 		values[r] = estimate(idx)
 	}
@@ -263,11 +285,11 @@ func bootstrap(n int, estimate func(idx []int) float64) (float64, *Interval) {
 	return point, &Interval{Low: low, High: high}
 }
 
-// indices is 0 … n−1.
-func indices(n int) []int {
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
+// indices is from … to−1.
+func indices(from, to int) []int {
+	idx := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		idx = append(idx, i)
 	}
 	return idx
 }

@@ -171,3 +171,39 @@ func TestSidesRatiosAgreeOnAnAARunAndNotWhenBIsSlower(t *testing.T) {
 	noTurns.Steps[1].Segments = 0
 	assert.Empty(t, SidesRatios(noTurns, a, "apiserver/dgd", "apiserver/floor"), "without turns the windows do not pair")
 }
+
+// TestSidesRatiosOfAnAARunWhoseSegmentsDifferAgree is the A/A run of 2026-11-30 at 100 req/s in
+// small: two identical sides whose overheads wander from segment to segment, each segment
+// its own way (a side ahead in one, behind in the next), with little spread among the windows
+// of a segment. Resampled window by window, the likeness inside a segment passed for precision
+// and the two sides "disagreed"; resampled segment by segment, they agree.
+func TestSidesRatiosOfAnAARunWhoseSegmentsDifferAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	const segments, per = 8, 6
+	// Each segment's overhead on side A and side B (ms): the same on average, B ahead in
+	// five of eight segments.
+	offA := []float64{2.1, 1.4, 2.4, 1.6, 1.1, 1.3, 1.2, 1.2}
+	offB := []float64{1.9, 1.6, 2.3, 1.7, 2.2, 1.4, 1.4, 1.4}
+	var control, floor, ladderA, ladderB []float64
+	for k := range segments {
+		for range per {
+			c := 5 + 0.05*rng.Float64()
+			control = append(control, c)
+			floor = append(floor, c+1.4+0.05*rng.Float64())
+			ladderA = append(ladderA, c+offA[k]+0.05*rng.Float64())
+			ladderB = append(ladderB, c+offB[k]+0.05*rng.Float64())
+		}
+	}
+	side := func(ladder []float64) Result {
+		return run("side",
+			throughAPIServer("apiserver/dgd", "apiserver/dgd-control", 100, segments, ladder, ladder),
+			throughAPIServer("apiserver/dgd-control", "", 100, segments, control, control),
+			throughAPIServer("apiserver/floor", "apiserver/dgd-control", 100, segments, floor, floor),
+		)
+	}
+	ratios := SidesRatios(side(ladderA), side(ladderB), "apiserver/dgd", "apiserver/floor")
+	require.Len(t, ratios, 1)
+	require.NotNil(t, ratios[0].P50Interval)
+	assert.Greater(t, ratios[0].P50, 1.1, "B's median overhead is the larger")
+	assert.True(t, ratios[0].P50Interval.Contains(1), "the same code on both sides: %v %+v", ratios[0].P50, *ratios[0].P50Interval)
+}
