@@ -220,7 +220,7 @@ func WriteAB(dir string, a, b result.Result, cfg Config, c result.Comparison) ([
 	}
 	var buf bytes.Buffer
 	sideReports := [2]string{"a/" + report.ReportFile, "b/" + report.ReportFile}
-	if err := report.ABMarkdown(&buf, c, a, b, cfg.floors(a), sideReports); err != nil {
+	if err := report.ABMarkdown(&buf, c, a, b, cfg.Floors(a), sideReports); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, report.ReportFile)

@@ -478,11 +478,11 @@ func apiServerWorkloads(tb *testbed.Testbed, operatorProbe load.Probe) ([]load.W
 	return out, nil
 }
 
-// floors are the ladders the report relates the webhooks' overhead to in res:
+// Floors are the ladders the report relates the webhooks' overhead to in res:
 // the dry-run ladder through the webhooks of what res measured (a target's
-// probe object, or gauntlet's operator's DynamoGraphDeployment), the floor,
-// the patching floor, and the goal.
-func (c Config) floors(res result.Result) report.Floors {
+// probe object, or gauntlet's operator's DynamoGraphDeployment), the floors,
+// and the goal.
+func (c Config) Floors(res result.Result) report.Floors {
 	ladder := APIServerDGD
 	if res.Target != "" {
 		ladder = APIServerTarget
@@ -549,7 +549,7 @@ func Write(dir string, res result.Result, cfg Config, cmp *result.Comparison) ([
 		return nil, err
 	}
 	opts := report.Options{P99TargetMs: cfg.Targets(), OverheadP99TargetMs: cfg.OverheadP99TargetMs, Comparison: cmp,
-		Floors: cfg.floors(res)}
+		Floors: cfg.Floors(res)}
 	files, err := report.WriteFiles(dir, res, opts)
 	if err != nil {
 		return nil, err

@@ -126,10 +126,13 @@ func formatTimesWithin(v float64, iv *result.Interval) string {
 }
 
 // writeFloorRatios writes the ladder's admission overhead as a multiple of
-// the floor's, of the patching floor's, and the patching floor's as a
-// multiple of the floor's (the API server's cost of applying a patch), per
-// rate; prefix starts each heading ("Side A: ").
-func writeFloorRatios(b *bytes.Buffer, r result.Result, f Floors, prefix string) {
+// the floor's and of the patching floor's, the patching floor's as a
+// multiple of the floor's (the API server's cost of applying a patch), and
+// the floor's as a multiple of the floor's at its pod's address (the Service
+// hop), per rate; prefix starts each heading ("Side A: "). With skipShared,
+// a table relating two ladders measured once for both sides of an A/B run is
+// left out: the other side's report has it.
+func writeFloorRatios(b *bytes.Buffer, r result.Result, f Floors, prefix string, skipShared bool) {
 	short, webhooks := whose(r)
 	for _, t := range []struct {
 		ladder, floor, what, title string
@@ -147,7 +150,7 @@ func writeFloorRatios(b *bytes.Buffer, r result.Result, f Floors, prefix string)
 			continue
 		}
 		ratios := r.FloorRatios(t.ladder, t.floor)
-		if len(ratios) == 0 {
+		if len(ratios) == 0 || skipShared && sharedLadder(r, t.ladder) {
 			continue
 		}
 		title := prefix + t.title
@@ -167,6 +170,21 @@ func writeFloorRatios(b *bytes.Buffer, r result.Result, f Floors, prefix string)
 		}
 		b.WriteString("\n")
 	}
+}
+
+// sharedLadder reports whether every step of ladder name in r was measured
+// once for both sides of an A/B run (Step.Shared).
+func sharedLadder(r result.Result, name string) bool {
+	found := false
+	for _, s := range r.Steps {
+		if s.Name == name {
+			if !s.Shared {
+				return false
+			}
+			found = true
+		}
+	}
+	return found
 }
 
 // writeSidesRatios writes, per rate, side B's ratio of the ladder to the

@@ -97,6 +97,7 @@ func TestTheABReportSaysWhetherTheSidesRatiosAgree(t *testing.T) {
 		// The control and floors are shared: side B's are side A's.
 		for i, s := range c.b.Steps {
 			if s.Name != "apiserver/dgd" {
+				a.Steps[i].Shared = true
 				c.b.Steps[i] = a.Steps[i]
 			}
 		}
@@ -108,5 +109,9 @@ func TestTheABReportSaysWhetherTheSidesRatiosAgree(t *testing.T) {
 		assert.Contains(t, md, "## Side B's ratio to the floor against side A's")
 		assert.Regexp(t, `\| 50 \| `+c.mark+` \d\.\d\d× \[\d\.\d\d, \d\.\d\d\] \|`, md)
 		assert.Contains(t, md, "## Side A: operator overhead against the floor")
+		assert.Contains(t, md, "## Side B: operator overhead against the patching floor")
+		assert.Contains(t, md, "## Side A: the Service hop", "tables of the floors alone, measured once for both sides, once")
+		assert.NotContains(t, md, "## Side B: the Service hop")
+		assert.NotContains(t, md, "## Side B: the API server's cost of a patch")
 	}
 }

@@ -124,7 +124,7 @@ func Markdown(w io.Writer, r result.Result, opts Options) error {
 		b.WriteString("\n")
 	}
 
-	writeFloorRatios(&b, r, opts.Floors, "")
+	writeFloorRatios(&b, r, opts.Floors, "", false)
 
 	writeServerHistograms(&b, r)
 
@@ -518,8 +518,8 @@ func ABMarkdown(w io.Writer, c result.Comparison, a, b result.Result, floors Flo
 	writeFloorGoal(&buf, b, floors, "Side B against the goal")
 	writeComparison(&buf, c)
 	writeSidesRatios(&buf, a, b, floors)
-	writeFloorRatios(&buf, a, floors, "Side A: ")
-	writeFloorRatios(&buf, b, floors, "Side B: ")
+	writeFloorRatios(&buf, a, floors, "Side A: ", false)
+	writeFloorRatios(&buf, b, floors, "Side B: ", true)
 	_, err := w.Write(buf.Bytes())
 	return err
 }

@@ -522,7 +522,9 @@ func compareCommand(args []string) error {
 	fs := flag.NewFlagSet("gauntlet-bench compare", flag.ContinueOnError)
 	basePath := fs.String("base", "", "Baseline result.json (e.g. bench/baselines/local-2core.json).")
 	currentPath := fs.String("current", "", "Current result.json (e.g. _output/bench/latest/result.json).")
-	markdown := fs.String("markdown", "", "Also write the comparison as Markdown to this file (for a CI summary).")
+	markdown := fs.String("markdown", "", "Also write the comparison as Markdown to this file (for a CI summary); with --ab, the whole A/B report "+
+		"(each side's floor ratios against --floor-ratio-goal, the comparison, side B's ratio against side A's, the floor tables).")
+	floorGoal := fs.Float64("floor-ratio-goal", benchmark.Defaults().FloorRatioGoal, "With --ab and --markdown: the goal the floor ratios are judged against.")
 	ab := fs.Bool("ab", false, "The two results are side A (--base) and side B (--current) of one A/B run (gauntlet-bench ab's a/ and b/): "+
 		"judge them as the A/B run does (paired windows, and the A/B run's tolerances where no flag sets one), e.g. again with other tolerances.")
 	saturation := fs.Duration("saturation-p50", benchmark.Defaults().SaturationP50, "With --ab: steps whose p50 exceeds this on either side are reported, not judged.")
@@ -570,11 +572,18 @@ func compareCommand(args []string) error {
 		return err
 	}
 	if *markdown != "" {
+		write := func(w io.Writer) error { return report.ComparisonMarkdown(w, c) }
+		if *ab {
+			cfg := benchmark.ABDefaults()
+			cfg.FloorRatioGoal = *floorGoal
+			sideReports := [2]string{sideReport(*markdown, *basePath), sideReport(*markdown, *currentPath)}
+			write = func(w io.Writer) error { return report.ABMarkdown(w, c, base, cur, cfg.Floors(base), sideReports) }
+		}
 		f, err := os.Create(*markdown)
 		if err != nil {
 			return err
 		}
-		if err := errors.Join(report.ComparisonMarkdown(f, c), f.Close()); err != nil {
+		if err := errors.Join(write(f), f.Close()); err != nil {
 			return fmt.Errorf("writing %s: %w", *markdown, err)
 		}
 	}
@@ -582,6 +591,16 @@ func compareCommand(args []string) error {
 		return errRegressed
 	}
 	return nil
+}
+
+// sideReport is the path, from the directory of the report at reportPath, to
+// the report beside a side's result (resultPath).
+func sideReport(reportPath, resultPath string) string {
+	side := filepath.Join(filepath.Dir(resultPath), report.ReportFile)
+	if rel, err := filepath.Rel(filepath.Dir(reportPath), side); err == nil {
+		return filepath.ToSlash(rel)
+	}
+	return side
 }
 
 func parseRates(s string) ([]float64, error) {

@@ -95,6 +95,22 @@ func TestCompareABJudgesWithTheABToleranceDefaultsUnderTheFlagsGiven(t *testing.
 	require.NoError(t, compareCommand([]string{"--ab=false", "--base", a, "--current", b}), "without --ab, the stored-baseline tolerances")
 }
 
+// TestCompareABWritesTheWholeABReport: judged again with --markdown, a finished A/B run's
+// whole report is written again (report.ABMarkdown, whose sections have tests of their own),
+// linking to the sides' reports from where it is written.
+func TestCompareABWritesTheWholeABReport(t *testing.T) {
+	dir := t.TempDir()
+	a, b := writeRun(t, dir, "a", 2, 5), writeRun(t, dir, "b", 2, 5)
+	md := filepath.Join(dir, "again", "report.md")
+	require.NoError(t, os.Mkdir(filepath.Dir(md), 0o750))
+	require.NoError(t, compareCommand([]string{"--ab", "--base", a, "--current", b, "--markdown", md, "--floor-ratio-goal", "1.5"}))
+	got, err := os.ReadFile(md) //nolint:gosec // G304: the report the command wrote under t.TempDir()
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "# Webhook latency A/B")
+	assert.Contains(t, string(got), "## A/B comparison: side B against side A, measured in one run")
+	assert.Contains(t, string(got), "[side A](../a/report.md), [side B](../b/report.md)")
+}
+
 func TestABCommandOfATargetRejectsBadInputBeforeBuildingAnything(t *testing.T) {
 	ctx := context.Background()
 	var ue usageError
