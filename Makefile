@@ -240,7 +240,7 @@ BASE_VERSION        ?=
 BASE_REF            ?= $(shell git merge-base main HEAD 2>/dev/null || echo HEAD)
 
 .PHONY: bench
-bench: control-plane ## Webhook latency benchmark on the local provider (≈ 7 min): _output/bench/<run>/{result.json,report.md,*.svg}.
+bench: control-plane ## Webhook latency benchmark on the local provider (≈ 9 min): _output/bench/<run>/{result.json,report.md,*.svg}.
 	@go run ./bench/cmd/gauntlet-bench run $(BENCH_FLAGS)
 
 RESULTS ?= $(OUTPUT)/bench
@@ -250,7 +250,7 @@ bench-trend: ## Latency over time: p50/p99 per step across the runs in RESULTS (
 	@go run ./bench/cmd/gauntlet-bench trend $(RESULTS)
 
 .PHONY: bench-compare
-bench-compare: control-plane ## A/B: the operator and chart at BASE_REF (default: main's merge base) against the working tree, both in one cluster, interleaved (≈ 12 min); with TARGET=<name> BASE_VERSION=<v> (e.g. TARGET=gatekeeper BASE_VERSION=v3.17.0): the target at BASE_VERSION against its description's version, a local cluster each, loaded in turns; exit 1 on regression.
+bench-compare: control-plane ## A/B: the operator and chart at BASE_REF (default: main's merge base) against the working tree, both in one cluster, interleaved with the control and the floors (≈ 14 min); with TARGET=<name> BASE_VERSION=<v> (e.g. TARGET=gatekeeper BASE_VERSION=v3.17.0): the target at BASE_VERSION against its description's version, a local cluster each, loaded in turns; exit 1 on regression.
 	@go run ./bench/cmd/gauntlet-bench ab $(if $(or $(BASE_VERSION),$(filter-out gauntlet,$(TARGET))),--target "$(TARGET)" --base-version "$(BASE_VERSION)",--base-ref $(BASE_REF)) $(BENCH_FLAGS) $(BENCH_COMPARE_FLAGS)
 
 RELEASE   ?= dynamo
