@@ -92,8 +92,8 @@ func BuildFloor(ctx context.Context) (string, error) {
 	return built[floorPackage], nil
 }
 
-// InstallFloor deploys the floor webhook and waits until the API server routes FloorNamespace
-// and FloorPatchingNamespace through it.
+// InstallFloor deploys the floor webhook and waits until the API server routes FloorNamespace,
+// FloorPatchingNamespace and FloorDirectNamespace through it.
 //
 // The floor serves a validating and a mutating webhook with the rules, match
 // policy, timeout and failure policy the chart gives the operator's
@@ -222,7 +222,7 @@ type floorRoute struct {
 	what string
 }
 
-// The floor's routes: the plain floor, and the patching one.
+// The floor's routes: the plain floor, the patching one, and the floor at its pod's address.
 var (
 	plainFloor = floorRoute{namespace: FloorNamespace, label: FloorLabel, configuration: floorWebhookConfig, prefix: "floor",
 		mutatePath: "/mutate", what: "floor webhook"}
