@@ -371,14 +371,17 @@ func sendHostile(ctx context.Context, paths []hostilePath, routes []tlsRoute) []
 // sendOne opens a connection by r, completes the API server's handshake and sends in (to path
 // p), waiting a second longer than the input's bound for the answer or the close.
 func sendOne(ctx context.Context, r tlsRoute, cfg *tls.Config, in hostileInputDef, p *hostilePath) (rawhttp.Answer, error) {
-	raw, err := r.dial(ctx)
+	// Connecting — the dial and the handshake — takes at most handshakeBound: a dial that hangs
+	// would hold its slot, and every input waiting for one, until the test's own timeout. The
+	// connection outlives the bound (every provider's dial lets it).
+	cctx, cancel := context.WithTimeout(ctx, handshakeBound)
+	defer cancel()
+	raw, err := r.dial(cctx)
 	if err != nil {
 		return rawhttp.Answer{}, err
 	}
 	conn := tls.Client(raw, cfg.Clone())
-	hctx, cancel := context.WithTimeout(ctx, handshakeBound)
-	defer cancel()
-	if err := conn.HandshakeContext(hctx); err != nil {
+	if err := conn.HandshakeContext(cctx); err != nil {
 		_ = raw.Close()
 		return rawhttp.Answer{}, fmt.Errorf("TLS handshake: %w", err)
 	}

@@ -1,12 +1,16 @@
 package contract
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
+	"net"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -114,4 +118,19 @@ func TestReplacedOrRestartedNamesGoneNewAndRestartedPods(t *testing.T) {
 		"pod d (UID 4) is new",
 	}, replacedOrRestarted(before, after))
 	assert.Empty(t, replacedOrRestarted(before, before))
+}
+
+// TestSendOneBoundsTheDial: a dial that never ends held its slot, and every input waiting for
+// one, until go test's timeout (W10 on kind, 2026-11-30); connecting is bounded as a handshake is.
+func TestSendOneBoundsTheDial(t *testing.T) {
+	var deadline time.Time
+	var bounded bool
+	r := tlsRoute{name: "through Service ns/svc:443", dial: func(ctx context.Context) (net.Conn, error) {
+		deadline, bounded = ctx.Deadline()
+		return nil, errors.New("connect: connection refused")
+	}}
+	_, err := sendOne(t.Context(), r, &tls.Config{MinVersion: tls.VersionTLS12}, garbage, admissionPath)
+	require.ErrorContains(t, err, "connection refused")
+	require.True(t, bounded, "the dial's context has a deadline")
+	assert.WithinDuration(t, time.Now().Add(handshakeBound), deadline, time.Second)
 }
