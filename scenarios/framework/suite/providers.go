@@ -92,7 +92,9 @@ func (o *options) complete(suite string) error {
 		o.coverDir = abs
 	}
 	if o.clusterName == "" {
-		o.clusterName = "e2e-" + suite
+		// Lower case: a cluster name becomes host and container names (kind's nodes), which
+		// refuse capitals, and a suite's name may have them (--suite-name=selfManaged).
+		o.clusterName = "e2e-" + strings.ToLower(suite)
 		if !o.keepCluster {
 			// Two runs of one suite (make test and make e2e) may overlap.
 			o.clusterName += "-" + strconv.Itoa(os.Getpid()%100000)

@@ -52,6 +52,9 @@ func TestProviderChoice(t *testing.T) {
 	err = kept.complete("autocert")
 	require.NoError(t, err, "KEEP_CLUSTER=1: expected the stable name e2e-autocert (so the next run reuses it), saw %q (%v)", kept.clusterName, err)
 	assert.Equal(t, "e2e-autocert", kept.clusterName, "KEEP_CLUSTER=1: expected the stable name e2e-autocert (so the next run reuses it), saw %q (%v)", kept.clusterName, err)
+	named := options{provider: cluster.DefaultProvider, output: t.TempDir(), keepCluster: true}
+	require.NoError(t, named.complete("selfManaged"))
+	assert.Equal(t, "e2e-selfmanaged", named.clusterName, "--suite-name=selfManaged: a cluster name in lower case, as kind's node names must be")
 }
 
 func TestOperatorCoverageOnlyWhereTheProviderCollectsIt(t *testing.T) {
