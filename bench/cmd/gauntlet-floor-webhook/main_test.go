@@ -35,6 +35,15 @@ func post(t *testing.T, path, body string) *httptest.ResponseRecorder {
 	return w
 }
 
+// answer is the AdmissionReview a 200 OK answer carries.
+func answer(t *testing.T, w *httptest.ResponseRecorder) reviewResponse {
+	t.Helper()
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	var got reviewResponse
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &got))
+	return got
+}
+
 func TestAdmitAllowsWithTheRequestsUIDAndNoWarning(t *testing.T) {
 	w := post(t, "/validate", review("0b9f2c1e-uid", "bench-42"))
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
@@ -49,15 +58,7 @@ func TestAdmitWarnsOnlyForFloorProbes(t *testing.T) {
 		"floor-probe":       nil,
 	} {
 		w := post(t, "/mutate", review("u-1", name))
-		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
-		var got struct {
-			Response struct {
-				UID      string   `json:"uid"`
-				Allowed  bool     `json:"allowed"`
-				Warnings []string `json:"warnings"`
-			} `json:"response"`
-		}
-		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &got))
+		got := answer(t, w)
 		assert.True(t, got.Response.Allowed, name)
 		assert.Equal(t, "u-1", got.Response.UID, name)
 		assert.Equal(t, want, got.Response.Warnings, name)
@@ -70,15 +71,7 @@ func TestAdmitAnswersThePatchingPathWithThePatch(t *testing.T) {
 	for path, patched := range map[string]bool{patchingPath: true, "/mutate": false, "/validate": false} {
 		w := httptest.NewRecorder()
 		a.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, strings.NewReader(review("u-3", "bench-7"))))
-		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
-		var got struct {
-			Response struct {
-				Allowed   bool   `json:"allowed"`
-				PatchType string `json:"patchType"`
-				Patch     []byte `json:"patch"`
-			} `json:"response"`
-		}
-		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &got))
+		got := answer(t, w)
 		assert.True(t, got.Response.Allowed, path)
 		if !patched {
 			assert.Empty(t, got.Response.PatchType, path)
