@@ -63,8 +63,8 @@ func writeFloorGoal(b *bytes.Buffer, r result.Result, f Floors, title string) {
 		scenarioreport.MarkdownCell(webhooks), scenarioreport.MarkdownCell(f.Ladder), scenarioreport.MarkdownCell(f.Floor),
 		scenarioreport.MarkdownCell(orDash(f.Patching)), formatNumber(f.Goal))
 	if result.InTurns(stepsOf(r, f.Ladder, plain[0].Rate)...) {
-		b.WriteString("Each ratio is given with its 95 % interval, a bootstrap over the step's windows (the ladders ran in turns, so window " +
-			"*i* of each ran in the same round), and judged on it: ✅ the whole interval is at or under the goal, ❌ all of it is above, " +
+		b.WriteString("Each ratio is given with its 95 % interval, a bootstrap over the step's segments and their windows (the ladders ran " +
+			"in turns, so window *i* of each ran in the same round), and judged on it: ✅ the whole interval is at or under the goal, ❌ all of it is above, " +
 			"❔ it holds the goal (this run cannot tell), — no ratio (the floor's overhead was not positive).\n\n")
 	} else {
 		b.WriteString("The ladders ran one after the other, so there is no interval and the ratio alone is judged (✅ at or under the goal, " +
@@ -200,7 +200,7 @@ func writeSidesRatios(b *bytes.Buffer, a, bb result.Result, f Floors) {
 	}
 	b.WriteString("## Side B's ratio to the floor against side A's\n\n")
 	b.WriteString("Side B's overhead ÷ the floor's, divided by side A's, with its 95 % interval (a bootstrap over the windows of both sides " +
-		"together). ✅ 1 lies inside: the two sides' ratios agree within their spread, as an A/A run must; ❌ it does not.\n\n")
+		"together, segments and their windows). ✅ 1 lies inside: the two sides' ratios agree within their spread, as an A/A run must; ❌ it does not.\n\n")
 	b.WriteString("| Rate (req/s) | p50: B ÷ A | p99: B ÷ A |\n|--:|---|---|\n")
 	for _, sr := range ratios {
 		fmt.Fprintf(b, "| %s | %s | %s |\n", formatNumber(sr.Rate), agreeCell(sr.P50, sr.P50Interval), agreeCell(sr.P99, sr.P99Interval))
