@@ -199,8 +199,8 @@ func writeSidesRatios(b *bytes.Buffer, a, bb result.Result, f Floors) {
 		return
 	}
 	b.WriteString("## Side B's ratio to the floor against side A's\n\n")
-	b.WriteString("Side B's overhead ÷ the floor's, divided by side A's, with its 95 % interval (a bootstrap over the windows of both sides " +
-		"together, segments and their windows). ✅ 1 lies inside: the two sides' ratios agree within their spread, as an A/A run must; ❌ it does not.\n\n")
+	b.WriteString("Side B's overhead ÷ the floor's, divided by side A's, with its 95 % interval (a bootstrap over both sides' segments " +
+		"and their windows together). ✅ 1 lies inside: the two sides' ratios agree within their spread, as an A/A run must; ❌ it does not.\n\n")
 	b.WriteString("| Rate (req/s) | p50: B ÷ A | p99: B ÷ A |\n|--:|---|---|\n")
 	for _, sr := range ratios {
 		fmt.Fprintf(b, "| %s | %s | %s |\n", formatNumber(sr.Rate), agreeCell(sr.P50, sr.P50Interval), agreeCell(sr.P99, sr.P99Interval))
