@@ -552,6 +552,9 @@ func compareCommand(args []string) error {
 	if *basePath == "" || *currentPath == "" || fs.NArg() > 0 {
 		return usageError{errors.New("compare needs --base and --current, and nothing else")}
 	}
+	if *floorGoal < 1 {
+		return usageError{fmt.Errorf("--floor-ratio-goal=%v: must be at least 1 (the floor's own overhead)", *floorGoal)}
+	}
 	base, err := result.Read(*basePath)
 	if err != nil {
 		return err

@@ -109,6 +109,11 @@ func TestCompareABWritesTheWholeABReport(t *testing.T) {
 	assert.Contains(t, string(got), "# Webhook latency A/B")
 	assert.Contains(t, string(got), "## A/B comparison: side B against side A, measured in one run")
 	assert.Contains(t, string(got), "[side A](../a/report.md), [side B](../b/report.md)")
+
+	var ue usageError
+	err = compareCommand([]string{"--ab", "--base", a, "--current", b, "--markdown", md, "--floor-ratio-goal", "0.8"})
+	require.ErrorAs(t, err, &ue)
+	require.EqualError(t, err, "--floor-ratio-goal=0.8: must be at least 1 (the floor's own overhead)")
 }
 
 func TestABCommandOfATargetRejectsBadInputBeforeBuildingAnything(t *testing.T) {
