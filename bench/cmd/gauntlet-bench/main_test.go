@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gauntlet-dev/gauntlet/bench/benchmark"
 	"github.com/gauntlet-dev/gauntlet/bench/result"
 )
 
@@ -153,4 +155,16 @@ esac
 	assert.Contains(t, err.Error(), "the Go module proxy does not serve version v3.99.0 of github.com/open-policy-agent/gatekeeper/v3; it serves v3.17.0, v3.23.1")
 	entries, _ := os.ReadDir(out)
 	assert.Empty(t, entries, "nothing written before the version is known to be served")
+}
+
+func TestLadderFlagsRefuseAFloorRatioGoalUnderOne(t *testing.T) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	l := ladderFlags(fs, benchmark.Defaults())
+	require.NoError(t, fs.Parse([]string{"--floor-ratio-goal", "0.9"}))
+	cfg := benchmark.Defaults()
+	require.EqualError(t, l.apply(&cfg), "--floor-ratio-goal=0.9: must be at least 1 (the floor's own overhead)")
+	require.NoError(t, fs.Parse([]string{"--floor-ratio-goal", "1.5"}))
+	require.NoError(t, l.apply(&cfg))
+	assert.InDelta(t, 1.5, cfg.FloorRatioGoal, 1e-9)
+	assert.Equal(t, "1.5", cfg.Settings()["floorRatioGoal"], "recorded in the result's settings")
 }
