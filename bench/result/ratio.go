@@ -96,29 +96,18 @@ func (r Result) FloorRatios(name, floor string) []FloorRatio {
 	return out
 }
 
-// step is the step of ladder name at rate.
-func (r Result) step(name string, rate float64) (Step, bool) {
-	for _, s := range r.Steps {
-		if s.Name == name && s.Rate == rate {
-			return s, true
-		}
-	}
-	return Step{}, false
-}
-
 // floorRatio is s's overhead over control c as a multiple of floor f's.
 func floorRatio(s, f, c Step) FloorRatio {
-	fr := FloorRatio{Rate: s.Rate,
-		Overhead: Overhead{Name: s.Name, Control: c.Name, Rate: s.Rate},
-		Floor:    Overhead{Name: f.Name, Control: c.Name, Rate: s.Rate}}
 	if !InTurns(s, f, c) {
-		fr.Overhead.P50Ms, fr.Overhead.P90Ms, fr.Overhead.P99Ms = s.P50Ms-c.P50Ms, s.P90Ms-c.P90Ms, s.P99Ms-c.P99Ms
-		fr.Floor.P50Ms, fr.Floor.P90Ms, fr.Floor.P99Ms = f.P50Ms-c.P50Ms, f.P90Ms-c.P90Ms, f.P99Ms-c.P99Ms
+		fr := FloorRatio{Rate: s.Rate, Overhead: overheadOver(s, c), Floor: overheadOver(f, c)}
 		fr.P50, fr.P99 = ratio(fr.Overhead.P50Ms, fr.Floor.P50Ms), ratio(fr.Overhead.P99Ms, fr.Floor.P99Ms)
 		return fr
 	}
-	p50 := overheads{s.Windows, f.Windows, c.Windows, func(w Window) float64 { return w.P50Ms }}
-	p99 := overheads{s.Windows, f.Windows, c.Windows, func(w Window) float64 { return w.P99Ms }}
+	fr := FloorRatio{Rate: s.Rate,
+		Overhead: Overhead{Name: s.Name, Control: c.Name, Rate: s.Rate},
+		Floor:    Overhead{Name: f.Name, Control: c.Name, Rate: s.Rate}}
+	p50 := overheads{s.WindowP50s(), f.WindowP50s(), c.WindowP50s()}
+	p99 := overheads{s.WindowP99s(), f.WindowP99s(), c.WindowP99s()}
 	all := indices(0, len(s.Windows))
 	fr.Overhead.P50Ms, fr.Floor.P50Ms = p50.medians(all)
 	fr.Overhead.P99Ms, fr.Floor.P99Ms = p99.medians(all)
@@ -149,11 +138,10 @@ func InTurns(steps ...Step) bool {
 	return true
 }
 
-// overheads are the windows of a ladder, of its floor and of their control,
-// which ran in turns, and the percentile compared.
+// overheads are one percentile of the windows of a ladder, of its floor and
+// of their control, which ran in turns (Step.WindowP50s, Step.WindowP99s).
 type overheads struct {
-	ladder, floor, control []Window
-	percentile             func(Window) float64
+	ladder, floor, control []float64
 }
 
 // medians are, over the windows at idx, the median of the ladder's window
@@ -161,8 +149,8 @@ type overheads struct {
 func (o overheads) medians(idx []int) (ladder, floor float64) {
 	l, f := make([]float64, len(idx)), make([]float64, len(idx))
 	for k, i := range idx {
-		c := o.percentile(o.control[i])
-		l[k], f[k] = o.percentile(o.ladder[i])-c, o.percentile(o.floor[i])-c
+		c := o.control[i]
+		l[k], f[k] = o.ladder[i]-c, o.floor[i]-c
 	}
 	return median(l), median(f)
 }
@@ -209,15 +197,15 @@ func SidesRatios(a, b Result, ladder, floor string) []SidesRatio {
 		}
 		sr := SidesRatio{Rate: sa.Rate}
 		for _, p := range []struct {
-			percentile func(Window) float64
-			ratio      *float64
-			interval   **Interval
+			windows  func(Step) []float64
+			ratio    *float64
+			interval **Interval
 		}{
-			{func(w Window) float64 { return w.P50Ms }, &sr.P50, &sr.P50Interval},
-			{func(w Window) float64 { return w.P99Ms }, &sr.P99, &sr.P99Interval},
+			{Step.WindowP50s, &sr.P50, &sr.P50Interval},
+			{Step.WindowP99s, &sr.P99, &sr.P99Interval},
 		} {
-			oa := overheads{sa.Windows, fa.Windows, ca.Windows, p.percentile}
-			ob := overheads{sb.Windows, fb.Windows, cb.Windows, p.percentile}
+			oa := overheads{p.windows(sa), p.windows(fa), p.windows(ca)}
+			ob := overheads{p.windows(sb), p.windows(fb), p.windows(cb)}
 			*p.ratio, *p.interval = bootstrap(segmentsOf(sa), func(idx []int) float64 {
 				ra, rb := oa.ratio(idx), ob.ratio(idx)
 				if math.IsNaN(ra) || math.IsNaN(rb) || ra <= 0 {

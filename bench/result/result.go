@@ -285,12 +285,17 @@ func (r Result) Overheads(mode Mode) []Overhead {
 		if !ok {
 			continue
 		}
-		out = append(out, Overhead{
-			Name: s.Name, Control: s.Control, Rate: s.Rate,
-			P50Ms: s.P50Ms - c.P50Ms, P90Ms: s.P90Ms - c.P90Ms, P99Ms: s.P99Ms - c.P99Ms,
-		})
+		out = append(out, overheadOver(s, c))
 	}
 	return out
+}
+
+// overheadOver is what s adds over c, percentile by percentile.
+func overheadOver(s, c Step) Overhead {
+	return Overhead{
+		Name: s.Name, Control: c.Name, Rate: s.Rate,
+		P50Ms: s.P50Ms - c.P50Ms, P90Ms: s.P90Ms - c.P90Ms, P99Ms: s.P99Ms - c.P99Ms,
+	}
 }
 
 // ControlOf returns the step of s's control ladder at s's rate.
@@ -298,10 +303,15 @@ func (r Result) ControlOf(s Step) (Step, bool) {
 	if s.Control == "" {
 		return Step{}, false
 	}
-	key := StepSpec{Name: s.Control, Rate: s.Rate}.Key()
-	for _, c := range r.Steps {
-		if c.Key() == key {
-			return c, true
+	return r.step(s.Control, s.Rate)
+}
+
+// step is the step of ladder name at rate.
+func (r Result) step(name string, rate float64) (Step, bool) {
+	key := StepSpec{Name: name, Rate: rate}.Key()
+	for _, s := range r.Steps {
+		if s.Key() == key {
+			return s, true
 		}
 	}
 	return Step{}, false
