@@ -83,9 +83,9 @@ func (t Turn) name(first Turn) string {
 // plan.Segments segments with opts.Windows/Segments windows each (at least
 // one). It returns a step per turn, in the order of turns, each merging its
 // workload's segments. The k-th segments of all turns ran in the same round
-// (forward or back), so their windows line up in time: what result.CompareAB pairs (side
-// A's window beside side B's) and what result.FloorRatios resamples (the
-// webhook's, the control's and the floor's windows together).
+// (forward or back), so their windows line up in time: what result.CompareAB
+// pairs (side A's window beside side B's) and what result.FloorRatios
+// resamples (the webhook's, the control's and the floor's windows together).
 func RunTurns(ctx context.Context, turns []Turn, rate float64, opts StepOptions, plan TurnPlan, progress Progress) ([]result.Step, error) {
 	if len(turns) == 0 {
 		return nil, fmt.Errorf("step @ %g req/s: no workload to measure", rate)
