@@ -17,14 +17,18 @@ type FloorRatio struct {
 	// window beside it; otherwise the difference of the steps' percentiles.
 	Overhead Overhead `json:"overhead"`
 	Floor    Overhead `json:"floor"`
-	// P50 and P99 are Overhead ÷ Floor for that percentile; 0 when the
-	// floor's overhead was not positive (lost in the noise), so no ratio
-	// means anything.
-	P50 float64 `json:"p50"`
-	P99 float64 `json:"p99"`
-	// P50Interval and P99Interval are the ratios' 95 % bootstrap intervals
-	// (segments, then windows; see bootstrap), when the three ladders ran in
-	// turns; nil otherwise.
+	// Ratios are Overhead ÷ Floor for each percentile, with their intervals
+	// when the three ladders ran in turns.
+	Ratios
+}
+
+// Ratios are a ratio at p50 and at p99, each 0 when its denominator was not
+// positive (lost in the noise), so no ratio means anything, and each with its
+// 95 % bootstrap interval (segments, then windows; see bootstrap) when the
+// ladders ran in turns, nil otherwise.
+type Ratios struct {
+	P50         float64   `json:"p50"`
+	P99         float64   `json:"p99"`
 	P50Interval *Interval `json:"p50Interval,omitempty"`
 	P99Interval *Interval `json:"p99Interval,omitempty"`
 }
@@ -170,11 +174,8 @@ func (o overheads) ratio(idx []int) float64 {
 // within their spread, which an A/A run (the same code on both sides) must
 // show.
 type SidesRatio struct {
-	Rate        float64   `json:"rate"`
-	P50         float64   `json:"p50"`
-	P99         float64   `json:"p99"`
-	P50Interval *Interval `json:"p50Interval,omitempty"`
-	P99Interval *Interval `json:"p99Interval,omitempty"`
+	Rate float64 `json:"rate"`
+	Ratios
 }
 
 // SidesRatios relates side b's ratio of ladder to floor to side a's at every
